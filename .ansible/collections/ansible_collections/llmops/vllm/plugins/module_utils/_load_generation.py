@@ -1,0 +1,412 @@
+# This module_utils file is private to the llmops.vllm collection; it may change without notice.
+# Copyright (c) 2025, llmops.vllm maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Streaming load against an OpenAI-compatible server, timed the way ``vllm bench serve`` times it.
+
+Only the standard library is used, so the load generator runs on the controller or on any
+host a play delegates to without installing anything.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import random
+import re
+import socket
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from urllib.parse import urlsplit
+
+from ansible_collections.llmops.vllm.plugins.module_utils._benchmark_statistics import (
+    summarize_errors,
+    summarize_level,
+)
+from ansible_collections.llmops.vllm.plugins.module_utils._prometheus_text import (
+    parse_samples,
+    spec_decode_delta,
+    spec_decode_totals,
+)
+from ansible_collections.llmops.vllm.plugins.module_utils._prompt_sets import load_prompts
+
+ENDPOINT_PATHS = {
+    "completions": "/v1/completions",
+    "chat": "/v1/chat/completions",
+}
+
+# A token chunk is one whose "choices" list is not empty (vllm bench serve's rule); the final usage
+# chunk has "choices": []. An unescaped quote can only start a key or a whole string value in JSON,
+# so these byte patterns cannot be fooled by generated text, which arrives with its quotes escaped.
+_NONEMPTY_CHOICES = re.compile(rb'"choices"\s*:\s*\[\s*[^\s\]]')
+_USAGE_OBJECT = re.compile(rb'"usage"\s*:\s*\{')
+
+_READ_SIZE = 65536
+_ERROR_BODY_LIMIT = 65536
+_MESSAGE_LIMIT = 300
+
+# Raised when a kept-alive connection turns out to have been closed by the server while idle.
+_STALE_CONNECTION_ERRORS = (
+    http.client.RemoteDisconnected,
+    BrokenPipeError,
+    ConnectionResetError,
+    ConnectionAbortedError,
+)
+
+
+class BenchmarkAborted(Exception):
+    """Every warm-up request failed, so measuring would only record the same failure again."""
+
+    def __init__(self, message, errors):
+        super(BenchmarkAborted, self).__init__(message)
+        self.errors = errors
+
+
+class RequestOutcome:
+    """What one streamed request produced; times are seconds from ``time.perf_counter``."""
+
+    __slots__ = (
+        "success",
+        "ttft",
+        "latency",
+        "itl",
+        "output_tokens",
+        "prompt_tokens",
+        "error_kind",
+        "error_message",
+    )
+
+    def __init__(self):
+        self.success = False
+        self.ttft = 0.0
+        self.latency = 0.0
+        self.itl = []
+        self.output_tokens = 0
+        self.prompt_tokens = 0
+        self.error_kind = None
+        self.error_message = None
+
+    def fail(self, kind, message):
+        self.success = False
+        self.error_kind = kind
+        self.error_message = message[:_MESSAGE_LIMIT]
+        return self
+
+
+class LoadRun:
+    """The outcomes of one pass over a list of requests, and how long the pass took."""
+
+    __slots__ = ("outcomes", "duration")
+
+    def __init__(self, outcomes, duration):
+        self.outcomes = outcomes
+        self.duration = duration
+
+
+def _http_connection(url, timeout):
+    """An unopened connection to the host of ``url``, and the URL's parts."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError("%r is not an http:// or https:// URL" % url)
+    connection_class = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
+    return connection_class(parts.hostname, parts.port, timeout=timeout), parts
+
+
+class OpenAITarget:
+    """The endpoint that requests go to, resolved once so each request only sends bytes."""
+
+    def __init__(self, base_url, endpoint, api_key, timeout):
+        dummy, parts = _http_connection(base_url, timeout)
+        self.url = base_url
+        self.path = parts.path.rstrip("/") + ENDPOINT_PATHS[endpoint]
+        self.timeout = timeout
+        self.headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
+        if api_key:
+            self.headers["Authorization"] = "Bearer %s" % api_key
+
+    def connection(self):
+        return _http_connection(self.url, self.timeout)[0]
+
+
+def request_body(endpoint, model, prompt, max_tokens, temperature, ignore_eos):
+    """The JSON body of one streamed request, with usage requested so token counts are exact."""
+    body = {
+        "model": model,
+        "temperature": temperature,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+    if endpoint == "chat":
+        body["messages"] = [{"role": "user", "content": prompt}]
+        body["max_completion_tokens"] = max_tokens
+    else:
+        body["prompt"] = prompt
+        body["max_tokens"] = max_tokens
+    if ignore_eos:
+        body["ignore_eos"] = True
+    return json.dumps(body).encode("utf-8")
+
+
+def arrival_offsets(count, request_rate, burstiness, rng):
+    """Seconds after the start at which each request is sent (all zero when the rate is unlimited).
+
+    Gaps follow a gamma distribution with shape ``burstiness`` (1 gives a Poisson process), and
+    are rescaled so the last request goes out at ``count / request_rate``, as vllm bench serve
+    does, so that throughput does not drift with the seed.
+    """
+    if request_rate is None:
+        return [0.0] * count
+    theta = 1.0 / (request_rate * burstiness)
+    offsets = []
+    elapsed = 0.0
+    for dummy in range(count):
+        elapsed += rng.gammavariate(burstiness, theta)
+        offsets.append(elapsed)
+    scale = count / request_rate / elapsed
+    return [offset * scale for offset in offsets]
+
+
+def _error_message(document):
+    """The human-readable part of an OpenAI or vLLM error object."""
+    if isinstance(document, dict):
+        inner = document.get("error", document)
+        if isinstance(inner, dict):
+            for key in ("message", "detail"):
+                if inner.get(key):
+                    return str(inner[key])
+        elif inner:
+            return str(inner)
+    return json.dumps(document)
+
+
+def _error_kind(exc):
+    if isinstance(exc, ConnectionRefusedError):
+        return "connection_refused"
+    if isinstance(exc, socket.timeout):
+        return "timeout"
+    if isinstance(exc, (http.client.IncompleteRead,) + _STALE_CONNECTION_ERRORS):
+        return "connection_closed"
+    if isinstance(exc, (http.client.HTTPException, ValueError)):
+        return "protocol_error"
+    return "connection_error"
+
+
+class _StreamingSession:
+    """One kept-alive connection, used by one worker thread for its requests in turn."""
+
+    def __init__(self, target):
+        self._target = target
+        self._connection = target.connection()
+
+    def close(self):
+        self._connection.close()
+
+    def post(self, body):
+        outcome = RequestOutcome()
+        try:
+            response, sock, started = self._send(body)
+            if response.status != 200:
+                detail = response.read(_ERROR_BODY_LIMIT)
+                return outcome.fail("http_%d" % response.status, self._status_message(response, detail))
+            self._read_stream(response, sock, started, outcome)
+        except (OSError, http.client.HTTPException, ValueError) as exc:
+            outcome.fail(_error_kind(exc), "%s: %s" % (type(exc).__name__, exc))
+        if not outcome.success:
+            self._connection.close()
+        return outcome
+
+    def _send(self, body):
+        """Send the request; a kept-alive connection the server dropped while idle is retried once."""
+        reused = self._connection.sock is not None
+        try:
+            return self._attempt(body)
+        except _STALE_CONNECTION_ERRORS:
+            if not reused:
+                raise
+            self._connection.close()
+            return self._attempt(body)
+
+    def _attempt(self, body):
+        connection = self._connection
+        started = time.perf_counter()
+        if connection.sock is not None:
+            connection.sock.settimeout(self._target.timeout)
+        connection.request("POST", self._target.path, body, self._target.headers)
+        # getresponse() drops the connection's reference when the server will close, so keep ours.
+        sock = connection.sock
+        return connection.getresponse(), sock, started
+
+    @staticmethod
+    def _status_message(response, detail):
+        text = detail.decode("utf-8", "replace")
+        try:
+            message = _error_message(json.loads(text))
+        except ValueError:
+            message = text.strip()
+        return "HTTP %d %s: %s" % (response.status, response.reason, message)
+
+    def _read_stream(self, response, sock, started, outcome):
+        """Consume the SSE stream, timing token chunks as they arrive and decoding only usage/errors."""
+        deadline = started + self._target.timeout
+        read1 = response.read1
+        perf_counter = time.perf_counter
+        itl = outcome.itl
+        nonempty_choices = _NONEMPTY_CHOICES.search
+        usage_object = _USAGE_OBJECT.search
+        last_token_at = None
+        token_chunks = 0
+        usage = None
+        done = False
+        pending = b""
+        arrived = started
+        while True:
+            # Measured from the last arrival rather than re-reading the clock: one clock read per
+            # network read keeps the per-token cost down.
+            remaining = deadline - arrived
+            if remaining <= 0:
+                raise socket.timeout("no complete response within %s s" % self._target.timeout)
+            sock.settimeout(remaining)
+            data = read1(_READ_SIZE)
+            if not data:
+                break
+            arrived = perf_counter()
+            if pending:
+                data = pending + data
+            lines = data.split(b"\n")
+            pending = lines.pop()
+            for line in lines:
+                if not line.startswith(b"data:"):
+                    continue
+                payload = line[5:].strip()
+                if payload == b"[DONE]":
+                    done = True
+                    continue
+                if b'"error"' in payload or (b'"usage"' in payload and usage_object(payload)):
+                    document = json.loads(payload)
+                    if not isinstance(document, dict):
+                        raise ValueError("stream event is not a JSON object: %r" % payload[:80])
+                    if document.get("error"):
+                        return outcome.fail("stream_error", _error_message(document))
+                    usage = document.get("usage") or usage
+                if nonempty_choices(payload):
+                    if last_token_at is None:
+                        outcome.ttft = arrived - started
+                    else:
+                        itl.append(arrived - last_token_at)
+                    last_token_at = arrived
+                    token_chunks += 1
+        if not done:
+            return outcome.fail("incomplete_stream", "the stream ended before 'data: [DONE]'")
+        if last_token_at is None:
+            return outcome.fail("no_tokens", "the stream carried no token chunk")
+        outcome.success = True
+        outcome.latency = last_token_at - started
+        # Without usage (a server that ignores stream_options) chunks are the best count there is.
+        outcome.output_tokens = (usage or {}).get("completion_tokens") or token_chunks
+        outcome.prompt_tokens = (usage or {}).get("prompt_tokens") or 0
+        return outcome
+
+
+def run_load(target, bodies, concurrency, offsets):
+    """Send every body with at most ``concurrency`` in flight, each no earlier than its offset."""
+    sessions = []
+    local = threading.local()
+
+    def send(body):
+        session = getattr(local, "session", None)
+        if session is None:
+            session = local.session = _StreamingSession(target)
+            sessions.append(session)
+        return session.post(body)
+
+    with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="openai-load") as pool:
+        started = time.perf_counter()
+        futures = []
+        for body, offset in zip(bodies, offsets):
+            delay = started + offset - time.perf_counter()
+            if delay > 0:
+                time.sleep(delay)
+            futures.append(pool.submit(send, body))
+        outcomes = [future.result() for future in futures]
+        duration = time.perf_counter() - started
+    for session in sessions:
+        session.close()
+    return LoadRun(outcomes, duration)
+
+
+def fetch_text(url, timeout):
+    """GET a small text document such as /metrics; raises OSError, HTTPException or ValueError."""
+    connection, parts = _http_connection(url, timeout)
+    try:
+        connection.request("GET", (parts.path or "/") + ("?" + parts.query if parts.query else ""))
+        response = connection.getresponse()
+        body = response.read()
+    finally:
+        connection.close()
+    if response.status != 200:
+        raise ValueError("HTTP %d %s" % (response.status, response.reason))
+    return body.decode("utf-8", "replace")
+
+
+def _scrape_spec_decode(metrics_url, timeout, warnings):
+    try:
+        return spec_decode_totals(parse_samples(fetch_text(metrics_url, timeout)))
+    except (OSError, http.client.HTTPException, ValueError) as exc:
+        warnings.append(
+            "Could not read %s (%s: %s); spec-decode acceptance is not reported for this level."
+            % (metrics_url, type(exc).__name__, exc)
+        )
+        return None
+
+
+def run_benchmark(options):
+    """Warm up, then measure every concurrency level ``repeats`` times.
+
+    ``options`` holds the module's options (``metrics_url`` and ``burstiness`` resolved). Returns
+    the per-level results and warnings; raises BenchmarkAborted when every warm-up request failed.
+    """
+    target = OpenAITarget(options["base_url"], options["endpoint"], options["api_key"], options["timeout"])
+    levels = options["concurrency"]
+    num_prompts = options["num_prompts"]
+    warmup_count = options["warmup_requests"]
+    # Every request gets its own prompt, so no level or repeat is helped by the prefix cache that an
+    # earlier one filled; the same seed still gives the same prompts in the same order.
+    prompts = load_prompts(
+        options["prompt_set"], warmup_count + len(levels) * options["repeats"] * num_prompts, options["seed"]
+    )
+    bodies = [
+        request_body(
+            options["endpoint"],
+            options["model"],
+            prompt,
+            options["max_tokens"],
+            options["temperature"],
+            options["ignore_eos"],
+        )
+        for prompt in prompts
+    ]
+    if warmup_count:
+        warmup = run_load(target, bodies[:warmup_count], max(levels), [0.0] * warmup_count)
+        if not any(outcome.success for outcome in warmup.outcomes):
+            errors = summarize_errors(warmup.outcomes)
+            first = next(iter(errors.values()))["first_message"]
+            raise BenchmarkAborted("Every warm-up request failed; the first error was: %s" % first, errors)
+    offsets = arrival_offsets(
+        num_prompts, options["request_rate"], options["burstiness"], random.Random(options["seed"])
+    )
+    pending_bodies = iter(bodies[warmup_count:])
+    results = []
+    warnings = []
+    for level in levels:
+        before = _scrape_spec_decode(options["metrics_url"], options["timeout"], warnings)
+        runs = [
+            run_load(target, [next(pending_bodies) for dummy in range(num_prompts)], level, offsets)
+            for dummy in range(options["repeats"])
+        ]
+        result = summarize_level(level, runs)
+        if before is not None:
+            after = _scrape_spec_decode(options["metrics_url"], options["timeout"], warnings)
+            result.update(spec_decode_delta(before, after))
+        results.append(result)
+    return results, warnings

@@ -1,0 +1,224 @@
+# This module_utils file is private to the llmops.vllm collection: its API may change without notice.
+# Copyright (c) llmops.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""What systemd knows about a unit: its state, its journal, and which unit a process belongs to."""
+
+from __future__ import annotations
+
+import re
+import time
+
+SHOW_PROPERTIES = (
+    "LoadState",
+    "ActiveState",
+    "SubState",
+    "Result",
+    "NRestarts",
+    "MainPID",
+    "ExecMainCode",
+    "ExecMainStatus",
+    "InactiveExitTimestampMonotonic",
+)
+
+# si_code values systemd reports in ExecMainCode (see waitid(2)).
+_EXIT_CODES = {1: "exited", 2: "killed", 3: "dumped"}
+
+# Lines that name why a vLLM server died, most specific first: a CUDA OOM is also a Python
+# exception, and the engine's "initialization failed" only points back at the real cause.
+FATAL_PATTERNS = (
+    ("cuda_out_of_memory", re.compile(r"CUDA out of memory|OutOfMemoryError|CUDA error: out of memory")),
+    ("cpu_out_of_memory", re.compile(
+        r"\bMemoryError\b|oom-kill|Out of memory: Killed process|DefaultCPUAllocator: (?:can't allocate|not enough memory)"
+        r"|Cannot allocate memory")),
+    ("kv_cache_too_small", re.compile(
+        r"No available memory for the cache blocks|larger than the available KV cache memory")),
+    ("validation_error", re.compile(r"ValidationError")),
+    ("engine_init_failed", re.compile(r"Engine core initialization failed")),
+    # The final line of a Python traceback, behind vLLM's optional "(EngineCore_DP0 pid=42) " tag.
+    ("python_exception", re.compile(r"^(?:\([^)]*\)\s*)?(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception)(?::|$)")),
+)
+
+# Lines that tell how far a vLLM server has got while it loads (nothing listens until the end).
+LOAD_PHASE_PATTERNS = (
+    re.compile(r"Initializing a V\d LLM engine|[Ii]nitializing .*engine"),
+    re.compile(r"Loading (?:safetensors )?checkpoint shards|Loading weights|Loading model"),
+    re.compile(r"Model loading took|Loading weights took"),
+    re.compile(r"torch\.compile|[Cc]ompiling a graph|Dynamo bytecode transform"),
+    re.compile(r"[Mm]emory profiling|KV cache|GPU blocks|CPU blocks"),
+    re.compile(r"[Cc]apturing (?:CUDA )?graphs?|[Gg]raph capturing"),
+    re.compile(r"init engine .*took|[Ww]arming up|[Ww]armup"),
+    re.compile(r"Starting vLLM (?:API )?server|Application startup complete"),
+)
+
+_UNIT_NAME = re.compile(r"^[^/]+\.(?:service|scope)$")
+
+
+class UnitQueryError(Exception):
+    """systemctl could not tell the unit's state."""
+
+
+class UnitState:
+    """One `systemctl show` reading of a unit."""
+
+    def __init__(self, properties):
+        self.load_state = properties.get("LoadState", "")
+        self.active_state = properties.get("ActiveState", "")
+        self.sub_state = properties.get("SubState", "")
+        self.result = properties.get("Result", "")
+        self.n_restarts = _to_int(properties.get("NRestarts"))
+        self.main_pid = _to_int(properties.get("MainPID")) or None
+        self.exec_main_code = _to_int(properties.get("ExecMainCode"))
+        self.exec_main_status = _to_int(properties.get("ExecMainStatus"))
+        inactive_exit = _to_int(properties.get("InactiveExitTimestampMonotonic"))
+        # systemd writes 0 for "never"; the value is in microseconds of CLOCK_MONOTONIC.
+        self.started_monotonic = inactive_exit / 1e6 if inactive_exit else None
+
+    def describe(self):
+        return "%s (%s)" % (self.active_state or "unknown", self.sub_state or "unknown")
+
+    def exit_description(self):
+        how = _EXIT_CODES.get(self.exec_main_code)
+        if how is None or self.exec_main_status is None:
+            return None
+        if how == "exited":
+            return "main process exited with status %d" % self.exec_main_status
+        return "main process %s by signal %d" % (how, self.exec_main_status)
+
+    def as_dict(self):
+        return {
+            "load_state": self.load_state,
+            "active_state": self.active_state,
+            "sub_state": self.sub_state,
+            "result": self.result,
+            "n_restarts": self.n_restarts,
+            "main_pid": self.main_pid,
+            "exec_main_status": self.exec_main_status,
+        }
+
+
+def _to_int(value):
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def parse_show(text):
+    """Turn `systemctl show` output (Key=Value lines) into a dict."""
+    properties = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition("=")
+        if sep:
+            properties[key.strip()] = value.strip()
+    return properties
+
+
+def unit_problem(state, restarts_baseline):
+    """Say why the unit can no longer become ready, or return None while it still can."""
+    if state.load_state != "loaded":
+        return "is not loaded (%s)" % (state.load_state or "unknown")
+    if state.active_state == "failed":
+        detail = ", ".join(part for part in ("result %s" % state.result if state.result else None,
+                                             state.exit_description()) if part)
+        return "failed (%s)" % detail if detail else "failed"
+    if state.sub_state.startswith("auto-restart"):
+        return "is restarting after its main process ended (%s)" % (state.exit_description() or state.result)
+    if state.n_restarts is not None and restarts_baseline is not None and state.n_restarts > restarts_baseline:
+        return "restarted %d time(s) since the wait began" % (state.n_restarts - restarts_baseline)
+    if state.active_state in ("inactive", "deactivating"):
+        return "is %s" % state.describe()
+    return None
+
+
+def find_fatal_line(lines):
+    """Return the line that best names why the server died, or None.
+
+    Patterns are tried most specific first; within one pattern the earliest line wins, since the
+    first error is the cause and what follows is usually its echo.
+    """
+    for _name, pattern in FATAL_PATTERNS:
+        for line in lines:
+            if pattern.search(line):
+                return line
+    return None
+
+
+def latest_phase_line(lines):
+    """Return the newest line that tells the load phase, else the newest non-empty line."""
+    fallback = None
+    for line in reversed(lines):
+        # Progress bars rewrite themselves with carriage returns; only the last state matters.
+        line = line.rsplit("\r", 1)[-1].strip()
+        if not line:
+            continue
+        if any(pattern.search(line) for pattern in LOAD_PHASE_PATTERNS):
+            return line
+        if fallback is None:
+            fallback = line
+    return fallback
+
+
+def unit_from_cgroup(text):
+    """Name the innermost systemd service or scope in the contents of /proc/PID/cgroup."""
+    path = None
+    for line in text.splitlines():
+        parts = line.split(":", 2)
+        if len(parts) != 3:
+            continue
+        hierarchy_id, controllers, cgroup_path = parts
+        # cgroup v2 ("0::/...") or the v1 hierarchy systemd manages ("N:name=systemd:/...").
+        if (hierarchy_id == "0" and controllers == "") or controllers == "name=systemd":
+            path = cgroup_path
+            if controllers == "":
+                break
+    if not path:
+        return None
+    for component in reversed(path.strip().split("/")):
+        if _UNIT_NAME.match(component):
+            return component
+    return None
+
+
+def unit_of_pid(pid, proc_root="/proc"):
+    """Return the systemd unit a process runs in, or None (gone, unreadable, or not in a unit)."""
+    try:
+        with open("%s/%d/cgroup" % (proc_root, int(pid)), encoding="utf-8") as handle:
+            return unit_from_cgroup(handle.read())
+    except (OSError, ValueError):
+        return None
+
+
+def monotonic_to_epoch(monotonic_seconds):
+    """Place a CLOCK_MONOTONIC reading (as systemd reports them) on the wall clock."""
+    return time.time() - (time.monotonic() - monotonic_seconds)
+
+
+class SystemdUnit:
+    """Read one unit's state and journal through systemctl and journalctl."""
+
+    def __init__(self, name, run_command, systemctl, journalctl=None):
+        self.name = name
+        self._run_command = run_command
+        self._systemctl = systemctl
+        self._journalctl = journalctl
+
+    def state(self):
+        argv = [self._systemctl, "show", self.name, "--property=" + ",".join(SHOW_PROPERTIES)]
+        rc, out, err = self._run_command(argv)
+        if rc != 0:
+            raise UnitQueryError("systemctl show %s failed (rc %d): %s" % (self.name, rc, (err or out).strip()))
+        return UnitState(parse_show(out))
+
+    def journal(self, lines, since_monotonic=None):
+        """Return the unit's last journal lines, from its current run when the start is known."""
+        if not self._journalctl:
+            return []
+        argv = [self._journalctl, "-u", self.name, "-n", str(lines), "-o", "cat", "--no-pager"]
+        if since_monotonic:
+            # A second of slack keeps the lines written just as the unit started.
+            argv += ["--since", "@%d" % int(monotonic_to_epoch(since_monotonic) - 1)]
+        rc, out, err = self._run_command(argv)
+        if rc != 0:
+            return ["(journalctl failed, rc %d: %s)" % (rc, (err or out).strip())]
+        return [line for line in out.splitlines() if line.strip()]

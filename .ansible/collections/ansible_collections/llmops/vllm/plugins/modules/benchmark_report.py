@@ -1,0 +1,179 @@
+# Copyright (c) 2026, llmops.vllm maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+# The work is done on the controller by the action plugin of the same name; this file documents it.
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: benchmark_report
+short_description: Write the Markdown report of stored vLLM benchmark results
+version_added: 1.0.0
+author:
+  - llmops.vllm maintainers
+description:
+  - Reads the benchmark results that the P(llmops.vllm.variant_benchmarks#callback) callback stored
+    and writes a Markdown report of them on the controller. Per host and model it has a table of the
+    latest result of every variant against the baseline, with deltas and a verdict, and the history
+    of every variant over time.
+  - When the Python module C(matplotlib) is importable on the controller, a PNG chart of output
+    tokens/s per variant over time is written beside the report for every host and model, named after
+    the report, host and model. Without it the report says that the chart was not drawn.
+  - The verdict rule is that of the P(llmops.vllm.benchmark_verdict#filter) filter. A variant is judged
+    against the baseline of the same host, model and concurrency measured in the same run, or else
+    against the latest one recorded before it, which the report then notes.
+  - Files are only replaced when their content changes, so running it twice reports no change.
+options:
+  dest:
+    description:
+      - Path of the Markdown file on the controller. Its directory is created when missing.
+      - A relative path is relative to the current directory of C(ansible-playbook).
+    type: path
+    required: true
+  database:
+    description:
+      - SQLite database to read, on the controller. The task fails when it does not exist.
+      - Defaults to the O(llmops.vllm.variant_benchmarks#callback:database) that the callback is
+        configured to write to.
+    type: path
+  baseline_variant:
+    description:
+      - Variant label of the known-good configuration.
+      - Defaults to the O(llmops.vllm.variant_benchmarks#callback:baseline_variant) of the callback's configuration.
+    type: str
+  noise_pct:
+    description:
+      - Half-width of the noise band, in percent of the baseline's output throughput, applied where the
+        two results do not both carry 95% confidence intervals.
+      - Defaults to the O(llmops.vllm.variant_benchmarks#callback:noise_pct) of the callback's configuration.
+    type: float
+  chart:
+    description:
+      - Whether to draw the charts. Without C(matplotlib) no chart is drawn either way.
+    type: bool
+    default: true
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+  - ansible.builtin.action_common_attributes.flow
+attributes:
+  action:
+    support: full
+  async:
+    support: none
+  bypass_host_loop:
+    support: none
+  check_mode:
+    support: full
+  diff_mode:
+    support: full
+    details: The diff shows the change to the Markdown file; charts are only listed.
+  platform:
+    platforms: posix
+    details: Runs on the controller whatever the target host is.
+notes:
+  - Run it once, for example on V(localhost) or with C(run_once), since every host would write the same files.
+requirements:
+  - C(matplotlib) on the controller, only for the charts.
+seealso:
+  - plugin: llmops.vllm.variant_benchmarks
+    plugin_type: callback
+  - plugin: llmops.vllm.benchmark_verdict
+    plugin_type: filter
+"""
+
+EXAMPLES = r"""
+- name: Write the report from the database the callback records into
+  llmops.vllm.benchmark_report:
+    dest: results/benchmarks.md
+  delegate_to: localhost
+  run_once: true
+
+- name: Report from a copy of another controller's database, without charts
+  llmops.vllm.benchmark_report:
+    database: /srv/backups/benchmarks.sqlite3
+    dest: /srv/www/reports/benchmarks.md
+    chart: false
+    noise_pct: 3
+  register: report
+
+- name: Show which variants lost against their baseline
+  ansible.builtin.debug:
+    msg: "{{ report.comparisons | selectattr('verdict', 'equalto', 'slower') | map(attribute='variant') | list }}"
+"""
+
+RETURN = r"""
+dest:
+  description: Absolute path of the Markdown report.
+  returned: success
+  type: str
+  sample: /home/ops/llmops/results/benchmarks.md
+charts:
+  description: Absolute paths of the PNG charts, empty when none was drawn.
+  returned: success
+  type: list
+  elements: str
+  sample: [/home/ops/llmops/results/benchmarks-gpu-node-1-kimi-k2.5.png]
+chart_note:
+  description: Why no chart was drawn although O(chart) was requested.
+  returned: when matplotlib is not importable
+  type: str
+  sample: "Chart not drawn: matplotlib is not importable on the controller."
+stored_results:
+  description: Number of results read from the database.
+  returned: success
+  type: int
+  sample: 12
+comparisons:
+  description: The latest result of every variant at every concurrency level, as in the report's tables.
+  returned: success
+  type: list
+  elements: dict
+  contains:
+    host:
+      description: Inventory host that was benchmarked.
+      type: str
+      sample: gpu-node-1
+    model:
+      description: Model label of the result.
+      type: str
+      sample: kimi-k2.5
+    variant:
+      description: Variant label of the result.
+      type: str
+      sample: ngram
+    max_concurrency:
+      description: Concurrency level, V(null) for no limit.
+      type: int
+      sample: 4
+    recorded_at:
+      description: When the result was recorded, UTC, ISO 8601.
+      type: str
+      sample: "2026-05-09T07:35:25Z"
+    run_id:
+      description: ID of the C(ansible-playbook) run that recorded it.
+      type: str
+      sample: 3f2a9c1b0d6e4b7f9a8c1d2e3f4a5b6c
+    verdict:
+      description:
+        - V(faster), V(slower) or V(within_noise) against the baseline; V(baseline) for the baseline's own
+          rows; V(null) when there was no baseline to compare with (see RV(comparisons[].problem)).
+      type: str
+      sample: slower
+    delta_pct:
+      description: Change in output throughput against the baseline, in percent; V(null) without a verdict.
+      type: float
+      sample: -37.8
+    baseline_run_id:
+      description: Run whose baseline the result was compared with; V(null) without one.
+      type: str
+    baseline_same_run:
+      description: Whether that baseline was measured in the same run.
+      type: bool
+    task_failed:
+      description: Whether the benchmark task that produced the result failed.
+      type: bool
+    problem:
+      description: Why there is no verdict, V(null) when there is one.
+      type: str
+"""

@@ -1,0 +1,491 @@
+#!/usr/bin/python
+# Copyright (c) 2025, llmops.vllm maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: openai_benchmark
+short_description: Benchmark an OpenAI-compatible server the way C(vllm bench serve) does
+version_added: 1.0.0
+description:
+  - Streams completions from an OpenAI-compatible server (vLLM) with a seeded prompt set, at one or more concurrency
+    levels, and reports the metrics C(vllm bench serve) reports, with the same names and definitions.
+  - Token counts come from the C(usage) of each stream (requested with C(stream_options.include_usage)). TTFT is
+    the time to the first token chunk, E2E latency the time to the last one, TPOT is (E2E - TTFT) / (output tokens
+    - 1), ITL is every gap between token chunks. Under speculative decoding one chunk can carry several tokens, so
+    compare variants on TPOT and output throughput rather than ITL.
+  - When the server's Prometheus endpoint exports vLLM's speculative-decoding counters, each result also carries
+    the draft acceptance measured over that level.
+  - Failed requests never raise. They are counted in RV(results[].failed) and grouped in RV(results[].errors), and
+    the module returns normally so that the play decides what a partial failure means. The module fails only when
+    no request succeeded at all, or when every warm-up request failed (then no level is measured).
+  - The load generator uses only the Python standard library. Run the task on the controller or a load-generator
+    host with C(delegate_to), not on the GPU node, so that the client does not compete with the server for CPU.
+author:
+  - llmops.vllm maintainers
+attributes:
+  check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
+    support: full
+    details:
+      - In check mode no request is sent; RV(results) is empty and RV(msg) says so.
+  diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in diff mode).
+    support: none
+options:
+  base_url:
+    description:
+      - Root URL of the server, without C(/v1), for example V(http://127.0.0.1:8000).
+    type: str
+    required: true
+  model:
+    description:
+      - Model name sent in each request (the server's C(--served-model-name)).
+    type: str
+    required: true
+  api_key:
+    description:
+      - Sent as a bearer token when the server was started with C(--api-key).
+    type: str
+  endpoint:
+    description:
+      - V(completions) streams from C(/v1/completions); V(chat) streams from C(/v1/chat/completions) with each prompt
+        as a single user message.
+    type: str
+    choices: [completions, chat]
+    default: completions
+  prompt_set:
+    description:
+      - A built-in seeded prompt set, or the path of a JSONL file on the host that runs the module, one JSON
+        object with a string C(prompt) member per line. File prompts are used in order and repeated when there
+        are fewer than needed.
+      - V(novel_reasoning) asks for reasoning over freshly generated numbers and names; the answer repeats little of
+        the prompt, which is where prompt-lookup (n-gram) drafting has nothing to propose.
+      - V(code_editing) asks for a small generated Python file back with one edit, and V(summarization) for a summary
+        that quotes a generated report; both answers copy much of the prompt, which is where n-gram drafting wins.
+      - Built-in prompts stay under about 1200 characters, so they fit small test models.
+    type: str
+    default: novel_reasoning
+  num_prompts:
+    description:
+      - Number of measured requests per concurrency level and repeat. Every request of a run gets its own prompt, so
+        no level or repeat is helped by a prefix cache that an earlier one filled.
+    type: int
+    default: 50
+  concurrency:
+    description:
+      - Maximum number of requests in flight (C(--max-concurrency) of C(vllm bench serve)). Each level is measured
+        in turn and gives one entry of RV(results).
+    type: list
+    elements: int
+    default: [1]
+  request_rate:
+    description:
+      - Requests sent per second, with gamma-distributed gaps (a Poisson process unless O(burstiness) is set).
+        Requests still wait for a free slot under O(concurrency).
+      - When not set, all requests are queued at once and O(concurrency) alone paces them.
+    type: float
+  burstiness:
+    description:
+      - Shape of the gamma distribution of the gaps between requests; below 1 is burstier than Poisson, above 1 more
+        even. Defaults to V(1.0) (Poisson).
+      - Requires O(request_rate).
+    type: float
+  max_tokens:
+    description:
+      - Maximum output tokens per request (C(max_tokens), or C(max_completion_tokens) for V(chat)).
+    type: int
+    default: 256
+  temperature:
+    description:
+      - Sampling temperature; V(0) is greedy, which makes runs repeatable.
+    type: float
+    default: 0.0
+  ignore_eos:
+    description:
+      - Ask vLLM to keep generating past the end-of-sequence token, so every request produces O(max_tokens) tokens
+        and variants are compared on equal work.
+    type: bool
+    default: true
+  warmup_requests:
+    description:
+      - Requests sent before the first level and left out of the results.
+    type: int
+    default: 1
+  repeats:
+    description:
+      - How many times each level is measured. Above V(1), the level's metrics pool all repeats and the output
+        throughput of each repeat, their mean and a 95% confidence interval are added.
+    type: int
+    default: 1
+  seed:
+    description:
+      - Seeds the built-in prompt sets and the request arrival times. The same seed gives the same prompts.
+    type: int
+    default: 0
+  timeout:
+    description:
+      - Seconds one request may take from being sent to its last byte; a request that takes longer counts as failed
+        with error kind V(timeout). Also bounds each read of O(metrics_url).
+    type: float
+    default: 600
+  metrics_url:
+    description:
+      - Prometheus endpoint read before and after each level for vLLM's speculative-decoding counters.
+      - Defaults to O(base_url) followed by C(/metrics).
+    type: str
+  labels:
+    description:
+      - Free-form facts about what is measured (model, variant, unit checksum, vLLM version, speculative config),
+        returned unchanged in RV(labels) so that a results callback can file the result.
+    type: dict
+    default: {}
+notes:
+  - Error kinds in RV(results[].errors) are V(connection_refused), V(connection_closed) (the server closed the
+    connection mid-request), V(timeout), V(http_<status>) (for example V(http_500)), V(stream_error) (an error
+    event inside the stream), V(incomplete_stream) (the stream ended without the C([DONE]) event), V(no_tokens),
+    V(protocol_error) and V(connection_error).
+seealso:
+  - name: vllm bench serve
+    description: The benchmark whose metric definitions this module follows.
+    link: https://docs.vllm.ai/en/latest/cli/bench/serve.html
+"""
+
+EXAMPLES = r"""
+- name: Benchmark the running variant at three concurrency levels
+  llmops.vllm.openai_benchmark:
+    base_url: http://127.0.0.1:8000
+    model: kimi-k2.5
+    prompt_set: code_editing
+    concurrency: [1, 4, 16]
+    num_prompts: 64
+    labels:
+      model: kimi-k2.5
+      variant: ngram
+  delegate_to: localhost
+  register: bench
+
+- name: Show output throughput per level
+  ansible.builtin.debug:
+    msg: "{{ bench.results | map(attribute='output_throughput') | list }}"
+
+- name: Poisson arrivals at 2 requests/s, three repeats for a confidence interval
+  llmops.vllm.openai_benchmark:
+    base_url: http://127.0.0.1:8000
+    model: kimi-k2.5
+    api_key: "{{ vllm_api_key }}"
+    endpoint: chat
+    request_rate: 2
+    concurrency: [8]
+    repeats: 3
+    seed: 42
+  delegate_to: localhost
+  register: bench
+
+- name: Stop when more than 1% of requests failed
+  ansible.builtin.assert:
+    that: bench.results[0].failed <= bench.results[0].completed * 0.01
+    fail_msg: "{{ bench.results[0].errors }}"
+"""
+
+RETURN = r"""
+msg:
+  description: What was done.
+  returned: always
+  type: str
+  sample: Measured 3 concurrency levels; 150 of 150 requests succeeded.
+labels:
+  description: The O(labels) option, unchanged.
+  returned: always
+  type: dict
+  sample: {"model": "kimi-k2.5", "variant": "ngram"}
+options:
+  description: The benchmark options used, with O(metrics_url) resolved and without O(api_key) and O(labels).
+  returned: always
+  type: dict
+  sample: {"base_url": "http://127.0.0.1:8000", "concurrency": [1, 4], "endpoint": "completions", "num_prompts": 50}
+errors:
+  description: Failed warm-up requests by error kind, each with C(count) and C(first_message).
+  returned: when every warm-up request failed
+  type: dict
+  sample:
+    connection_refused:
+      count: 1
+      first_message: "ConnectionRefusedError: [Errno 111] Connection refused"
+results:
+  description:
+    - One entry per O(concurrency) level, in order, with the keys C(vllm bench serve) saves. Times are in
+      milliseconds, throughputs per second.
+    - Empty in check mode.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    max_concurrency:
+      description: The concurrency level.
+      type: int
+      sample: 4
+    duration:
+      description: Seconds from the first request sent to the last one finished, summed over repeats.
+      type: float
+      sample: 21.7
+    completed:
+      description: Requests that streamed at least one token chunk and ended with the C([DONE]) event.
+      type: int
+      sample: 50
+    failed:
+      description: Requests that did not complete.
+      type: int
+      sample: 0
+    errors:
+      description: Failed requests by error kind, each with C(count) and C(first_message). Empty when none failed.
+      type: dict
+      sample: {"http_500": {"count": 2, "first_message": "HTTP 500 Internal Server Error: engine dead"}}
+    total_input_tokens:
+      description: Prompt tokens of the completed requests, from the server's C(usage).
+      type: int
+      sample: 7410
+    total_output_tokens:
+      description: Output tokens of the completed requests, from the server's C(usage).
+      type: int
+      sample: 12800
+    request_throughput:
+      description: Completed requests per second.
+      type: float
+      sample: 2.3
+    output_throughput:
+      description: Output tokens per second.
+      type: float
+      sample: 589.9
+    total_token_throughput:
+      description: Prompt and output tokens per second.
+      type: float
+      sample: 931.3
+    mean_ttft_ms:
+      description: Mean time to first token chunk, in milliseconds.
+      type: float
+      sample: 31.2
+    median_ttft_ms:
+      description: Median time to first token chunk, in milliseconds.
+      type: float
+      sample: 31.2
+    std_ttft_ms:
+      description: Population standard deviation of the time to first token chunk, in milliseconds.
+      type: float
+      sample: 2.5
+    p99_ttft_ms:
+      description: 99th percentile (linear interpolation) of the time to first token chunk, in milliseconds.
+      type: float
+      sample: 40.6
+    mean_tpot_ms:
+      description:
+        - Mean time per output token after the first (TPOT, over requests with more than one output token), in
+          milliseconds.
+      type: float
+      sample: 13.5
+    median_tpot_ms:
+      description:
+        - Median time per output token after the first (TPOT, over requests with more than one output token), in
+          milliseconds.
+      type: float
+      sample: 13.5
+    std_tpot_ms:
+      description:
+        - Population standard deviation of the time per output token after the first (TPOT, over requests with more
+          than one output token), in milliseconds.
+      type: float
+      sample: 1.1
+    p99_tpot_ms:
+      description:
+        - 99th percentile (linear interpolation) of the time per output token after the first (TPOT, over requests
+          with more than one output token), in milliseconds.
+      type: float
+      sample: 17.6
+    mean_itl_ms:
+      description: Mean inter-token latency (every gap between token chunks of every request), in milliseconds.
+      type: float
+      sample: 13.4
+    median_itl_ms:
+      description: Median inter-token latency (every gap between token chunks of every request), in milliseconds.
+      type: float
+      sample: 13.4
+    std_itl_ms:
+      description:
+        - Population standard deviation of the inter-token latency (every gap between token chunks of every request),
+          in milliseconds.
+      type: float
+      sample: 1.1
+    p99_itl_ms:
+      description:
+        - 99th percentile (linear interpolation) of the inter-token latency (every gap between token chunks of every
+          request), in milliseconds.
+      type: float
+      sample: 17.4
+    mean_e2el_ms:
+      description: Mean end-to-end latency (request sent to last token chunk), in milliseconds.
+      type: float
+      sample: 3480.0
+    median_e2el_ms:
+      description: Median end-to-end latency (request sent to last token chunk), in milliseconds.
+      type: float
+      sample: 3480.0
+    std_e2el_ms:
+      description:
+        - Population standard deviation of the end-to-end latency (request sent to last token chunk), in milliseconds.
+      type: float
+      sample: 278.4
+    p99_e2el_ms:
+      description:
+        - 99th percentile (linear interpolation) of the end-to-end latency (request sent to last token chunk), in
+          milliseconds.
+      type: float
+      sample: 4524.0
+    spec_decode_acceptance_rate:
+      description: Accepted / drafted tokens over the level, in percent (as C(vllm bench serve) reports it).
+      returned: when O(metrics_url) exports vLLM's speculative-decoding counters and tokens were drafted
+      type: float
+      sample: 65.6
+    spec_decode_acceptance_length:
+      description: Mean tokens gained per draft, 1 + accepted tokens / drafts.
+      returned: when O(metrics_url) exports vLLM's speculative-decoding counters and tokens were drafted
+      type: float
+      sample: 3.97
+    spec_decode_num_drafts:
+      description: Drafts proposed during the level.
+      returned: with RV(results[].spec_decode_acceptance_rate)
+      type: int
+      sample: 3224
+    spec_decode_draft_tokens:
+      description: Tokens drafted during the level.
+      returned: with RV(results[].spec_decode_acceptance_rate)
+      type: int
+      sample: 16120
+    spec_decode_accepted_tokens:
+      description: Drafted tokens accepted during the level.
+      returned: with RV(results[].spec_decode_acceptance_rate)
+      type: int
+      sample: 9575
+    spec_decode_per_position_acceptance_rates:
+      description: For each draft position, the share of drafts whose token at that position was accepted.
+      returned: with RV(results[].spec_decode_acceptance_rate)
+      type: list
+      elements: float
+      sample: [0.81, 0.66, 0.58, 0.49, 0.43]
+    output_throughput_repeats:
+      description: Output throughput of each repeat.
+      returned: when O(repeats) is above 1
+      type: list
+      elements: float
+      sample: [588.1, 592.4, 589.3]
+    output_throughput_mean:
+      description: Mean of RV(results[].output_throughput_repeats).
+      returned: when O(repeats) is above 1
+      type: float
+      sample: 589.9
+    output_throughput_ci95:
+      description: Half-width of the 95% confidence interval of that mean (Student's t).
+      returned: when O(repeats) is above 1
+      type: float
+      sample: 5.5
+"""
+
+import math
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.llmops.vllm.plugins.module_utils._load_generation import (
+    BenchmarkAborted,
+    run_benchmark,
+)
+
+
+def _option_problems(params):
+    problems = []
+    for name in ("num_prompts", "max_tokens", "repeats"):
+        if params[name] < 1:
+            problems.append("%s must be at least 1" % name)
+    if not params["concurrency"] or min(params["concurrency"]) < 1:
+        problems.append("concurrency must list at least one level, each at least 1")
+    if params["warmup_requests"] < 0:
+        problems.append("warmup_requests must not be negative")
+    for name in ("request_rate", "burstiness", "timeout"):
+        value = params[name]
+        if value is not None and not (0 < value < math.inf):
+            problems.append("%s must be a positive number" % name)
+    if params["temperature"] < 0:
+        problems.append("temperature must not be negative")
+    if params["base_url"].rstrip("/").endswith("/v1"):
+        problems.append("base_url is the server root: drop the trailing /v1")
+    return problems
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            base_url=dict(type="str", required=True),
+            model=dict(type="str", required=True),
+            api_key=dict(type="str", no_log=True),
+            endpoint=dict(type="str", default="completions", choices=["completions", "chat"]),
+            prompt_set=dict(type="str", default="novel_reasoning"),
+            num_prompts=dict(type="int", default=50),
+            concurrency=dict(type="list", elements="int", default=[1]),
+            request_rate=dict(type="float"),
+            burstiness=dict(type="float"),
+            max_tokens=dict(type="int", default=256),
+            temperature=dict(type="float", default=0.0),
+            ignore_eos=dict(type="bool", default=True),
+            warmup_requests=dict(type="int", default=1),
+            repeats=dict(type="int", default=1),
+            seed=dict(type="int", default=0),
+            timeout=dict(type="float", default=600),
+            metrics_url=dict(type="str"),
+            labels=dict(type="dict", default={}),
+        ),
+        required_by=dict(burstiness="request_rate"),
+        supports_check_mode=True,
+    )
+    params = dict(module.params)
+    params["base_url"] = params["base_url"].rstrip("/")
+    params["metrics_url"] = params["metrics_url"] or params["base_url"] + "/metrics"
+    params["burstiness"] = params["burstiness"] or 1.0
+    options = {key: value for key, value in params.items() if key not in ("api_key", "labels")}
+    result = dict(changed=False, labels=params["labels"], options=options, results=[])
+
+    failure = None
+    problems = _option_problems(module.params)
+    if problems:
+        failure = "; ".join(problems)
+    elif module.check_mode:
+        result["msg"] = "Check mode: no request was sent."
+    else:
+        try:
+            result["results"], warnings = run_benchmark(params)
+        except BenchmarkAborted as exc:
+            failure = str(exc)
+            result["errors"] = exc.errors
+        except (OSError, ValueError) as exc:
+            failure = "Cannot run the benchmark: %s" % exc
+        else:
+            for warning in warnings:
+                module.warn(warning)
+            completed = sum(level["completed"] for level in result["results"])
+            requested = sum(level["completed"] + level["failed"] for level in result["results"])
+            result["msg"] = "Measured %d concurrency level%s; %d of %d requests succeeded." % (
+                len(result["results"]),
+                "" if len(result["results"]) == 1 else "s",
+                completed,
+                requested,
+            )
+            if not completed:
+                failure = "No request succeeded. %s" % result["msg"]
+
+    if failure:
+        result["msg"] = failure
+        module.fail_json(**result)
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,343 @@
+# This file is private to the llmops.vllm collection; its interface may change without notice.
+# Copyright (c) 2026, llmops.vllm maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""Presenting stored benchmark results: the console table, the Markdown report and its chart."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import io
+import os
+import re
+import tempfile
+import typing as t
+from collections.abc import Iterable, Mapping
+
+from ansible_collections.llmops.vllm.plugins.plugin_utils._comparison import (
+    ComparisonError,
+    ComparisonRow,
+    comparison_rows,
+    output_throughput,
+)
+
+CHART_UNAVAILABLE = 'Chart not drawn: matplotlib is not importable on the controller.'
+
+_VERDICT_WORDS = {'faster': 'faster', 'slower': 'slower', 'within_noise': 'within noise'}
+
+
+@dataclasses.dataclass(frozen=True)
+class ReportOutcome:
+    """What writing a report did, or would do in check mode."""
+
+    path: str
+    charts: tuple[str, ...]
+    groups: Mapping[tuple[str, str], list[ComparisonRow]]
+    changed: bool
+    before: str
+    after: str
+    chart_note: str | None
+
+
+def rule_summary(baseline_variant: str, noise_pct: float) -> str:
+    return (f"Baseline variant '{baseline_variant}'. Verdicts compare output tokens/s: from the 95%"
+            f" confidence intervals when repeats gave both sides one, otherwise a ±{noise_pct:g}% noise band.")
+
+
+def text_table(groups: Mapping[tuple[str, str], list[ComparisonRow]], baseline_variant: str) -> str:
+    """Fixed-width tables for the console, one per host and model, with their notes below."""
+    header = ('variant', 'conc', 'output tok/s', 'vs base', 'TPOT ms', 'vs base', 'TTFT ms', 'vs base',
+              'accept', 'verdict', 'baseline')
+    right_aligned = {1, 2, 3, 4, 5, 6, 7, 8}
+    blocks = []
+    for (host, model), rows in groups.items():
+        cells = [header] + [_row_cells(row, baseline_variant, _describe_baseline_plain) for row in rows]
+        widths = [max(len(line[column]) for line in cells) for column in range(len(header))]
+        lines = [f'host {host}, model {model}']
+        for line in cells:
+            padded = [value.rjust(width) if column in right_aligned else value.ljust(width)
+                      for column, (value, width) in enumerate(zip(line, widths))]
+            lines.append('  ' + '  '.join(padded).rstrip())
+        lines.extend(f'  note: {note}' for note in _notes(rows))
+        blocks.append('\n'.join(lines))
+    return '\n\n'.join(blocks)
+
+
+def markdown_report(records: list[t.Any], groups: Mapping[tuple[str, str], list[ComparisonRow]],
+                    baseline_variant: str, noise_pct: float,
+                    charts: Mapping[tuple[str, str], str] | None = None, chart_note: str | None = None) -> str:
+    """The whole report: per host and model, the latest result of each variant, then the history.
+
+    groups are the comparison_rows of the records; charts maps (host, model) to the file name of
+    the chart relative to the report.
+    """
+    charts = charts or {}
+    lines = ['# vLLM variant benchmarks', '']
+    if not records:
+        lines.append('No benchmark results are stored yet.')
+        return '\n'.join(lines) + '\n'
+    runs = {record.run_id for record in records}
+    latest = max(record.recorded_at for record in records)
+    lines += [
+        f"{_count(len(records), 'result')} from {_count(len(runs), 'run')}, the latest recorded at {latest}.",
+        rule_summary(baseline_variant, noise_pct),
+        '',
+    ]
+    if chart_note:
+        lines += [chart_note, '']
+    for (host, model), rows in groups.items():
+        history = [record for record in records if (record.host, record.model) == (host, model)]
+        lines += [f'## {_code(host)} / {_code(model)}', '', '### Latest result of each variant', '']
+        lines += _markdown_table(
+            ('variant', 'concurrency', 'output tok/s', 'Δ output', 'median TPOT (ms)', 'Δ TPOT',
+             'median TTFT (ms)', 'Δ TTFT', 'acceptance', 'verdict', 'baseline'),
+            [_row_cells(row, baseline_variant, _describe_baseline_markdown) for row in rows],
+            right_aligned={1, 2, 3, 4, 5, 6, 7, 8})
+        notes = _notes(rows)
+        if notes:
+            lines += [''] + [f'- {note}' for note in notes]
+        lines += ['', '### History', '']
+        lines += _markdown_table(
+            ('recorded (UTC)', 'run', 'variant', 'concurrency', 'output tok/s', 'median TPOT (ms)',
+             'median TTFT (ms)', 'acceptance', 'failed requests', 'vLLM', 'unit checksum', 'note'),
+            [_history_cells(record) for record in sorted(history, key=_history_order)],
+            right_aligned={3, 4, 5, 6, 7, 8})
+        if (host, model) in charts:
+            lines += ['', f'![Output tokens/s over time on {host}, {model}]({charts[(host, model)]})']
+        lines.append('')
+    return '\n'.join(lines)
+
+
+def chart_png(records: list[t.Any], title: str) -> bytes | None:
+    """A PNG of output tokens/s per variant and concurrency over time, or None without matplotlib."""
+    try:
+        # Imported here: drawing is optional and matplotlib is slow to import for every play.
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+    except ImportError:
+        return None
+    series: dict[str, list[tuple[datetime.datetime, float]]] = {}
+    for record in sorted(records, key=lambda record: (record.recorded_at, record.row_id or 0)):
+        try:
+            value = output_throughput(record.metrics)[0]
+        except ComparisonError:
+            continue
+        label = f'{record.variant} (concurrency {_concurrency_text(record.max_concurrency)})'
+        series.setdefault(label, []).append((_parse_time(record.recorded_at), value))
+    figure = Figure(figsize=(8, 4.5), dpi=100)
+    FigureCanvasAgg(figure)
+    axes = figure.add_subplot()
+    for label, points in sorted(series.items()):
+        times, values = zip(*points)
+        axes.plot(times, values, marker='o', label=label)
+    axes.set_title(title)
+    axes.set_ylabel('output tokens/s')
+    axes.set_ylim(bottom=0)
+    axes.grid(True, alpha=0.3)
+    if series:
+        axes.legend(fontsize='small')
+    figure.autofmt_xdate()
+    buffer = io.BytesIO()
+    # No software/version stamp, so redrawing the same history leaves the file unchanged.
+    figure.savefig(buffer, format='png', metadata={'Software': None})
+    return buffer.getvalue()
+
+
+def write_report(path: str, records: list[t.Any], baseline_variant: str, noise_pct: float,
+                 draw_charts: bool = True, check_mode: bool = False) -> ReportOutcome:
+    """Write the Markdown report, and one chart per host and model beside it, when they changed."""
+    report_path = os.path.abspath(path)
+    directory = os.path.dirname(report_path)
+    charts: dict[tuple[str, str], str] = {}
+    files: dict[str, bytes] = {}
+    chart_note = None
+    if draw_charts and records:
+        stem = os.path.splitext(os.path.basename(report_path))[0]
+        for host, model in sorted({(record.host, record.model) for record in records}):
+            png = chart_png([record for record in records if (record.host, record.model) == (host, model)],
+                            f'{host} / {model}')
+            if png is None:
+                charts.clear()
+                files.clear()
+                chart_note = CHART_UNAVAILABLE
+                break
+            charts[(host, model)] = f'{stem}-{_file_part(host)}-{_file_part(model)}.png'
+            files[os.path.join(directory, charts[(host, model)])] = png
+    groups = comparison_rows(records, records, baseline_variant, noise_pct)
+    after = markdown_report(records, groups, baseline_variant, noise_pct, charts, chart_note)
+    files[report_path] = after.encode('utf-8')
+    changed_files = [file_path for file_path, content in files.items() if _read_bytes(file_path) != content]
+    before = _read_text(report_path)
+    if changed_files and not check_mode:
+        os.makedirs(directory, exist_ok=True)
+        for file_path in changed_files:
+            write_atomically(file_path, files[file_path])
+    return ReportOutcome(
+        path=report_path,
+        charts=tuple(os.path.join(directory, chart_name) for chart_name in charts.values()),
+        groups=groups, changed=bool(changed_files), before=before, after=after, chart_note=chart_note)
+
+
+def write_atomically(path: str, content: bytes) -> None:
+    """Replace path in one step, so that a killed process never leaves half a file behind."""
+    directory = os.path.dirname(os.path.abspath(path))
+    descriptor, temporary = tempfile.mkstemp(dir=directory, prefix='.' + os.path.basename(path), suffix='.tmp')
+    try:
+        with os.fdopen(descriptor, 'wb') as handle:
+            handle.write(content)
+        os.chmod(temporary, 0o644)
+        os.replace(temporary, path)
+    except BaseException:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+        raise
+
+
+def _row_cells(row: ComparisonRow, baseline_variant: str, describe_baseline: t.Callable[[ComparisonRow], str]) -> tuple[str, ...]:
+    record = row.record
+    metrics = record.metrics
+    if record.variant == baseline_variant:
+        verdict = 'baseline'
+    elif row.verdict is not None:
+        verdict = _VERDICT_WORDS[row.verdict.verdict]
+    else:
+        verdict = 'no verdict'
+    if record.task_failed:
+        verdict += ' (task failed)'
+    deltas = (None, None, None) if row.verdict is None else (
+        row.verdict.delta_pct, row.verdict.tpot_delta_pct, row.verdict.ttft_delta_pct)
+    return (
+        record.variant,
+        _concurrency_text(record.max_concurrency),
+        _throughput_text(metrics),
+        _delta_text(deltas[0]),
+        _number_text(metrics.get('median_tpot_ms'), 2),
+        _delta_text(deltas[1]),
+        _number_text(metrics.get('median_ttft_ms'), 1),
+        _delta_text(deltas[2]),
+        _percent_text(metrics.get('spec_decode_acceptance_rate')),
+        verdict,
+        describe_baseline(row),
+    )
+
+
+def _describe_baseline_plain(row: ComparisonRow) -> str:
+    if row.baseline is None:
+        return '–'
+    if row.baseline_from_same_run:
+        return 'this run'
+    return f'earlier run {row.baseline.run_id[:8]} ({row.baseline.recorded_at})'
+
+
+def _describe_baseline_markdown(row: ComparisonRow) -> str:
+    if row.baseline is None:
+        return '–'
+    source = 'same run' if row.baseline_from_same_run else f'earlier run `{row.baseline.run_id[:8]}`'
+    return f'{_throughput_text(row.baseline.metrics)} tok/s, {source} ({row.baseline.recorded_at})'
+
+
+def _notes(rows: Iterable[ComparisonRow]) -> list[str]:
+    notes = []
+    for row in rows:
+        subject = f'{row.record.variant} at concurrency {_concurrency_text(row.record.max_concurrency)}'
+        if row.problem:
+            notes.append(f'{subject}: no verdict, {row.problem}.')
+        if row.baseline is not None and not row.baseline_from_same_run:
+            notes.append(f'{subject}: no baseline in the same run; compared with the baseline of run'
+                         f' {row.baseline.run_id[:8]} recorded at {row.baseline.recorded_at}.')
+        if row.differing_options:
+            notes.append(f"{subject}: benchmark options differ from the baseline's: {', '.join(row.differing_options)}.")
+        failed_requests = row.record.metrics.get('failed')
+        if failed_requests:
+            notes.append(f'{subject}: {failed_requests} requests failed.')
+    return notes
+
+
+def _history_cells(record: t.Any) -> tuple[str, ...]:
+    metrics = record.metrics
+    return (
+        record.recorded_at,
+        f'`{record.run_id[:8]}`',
+        record.variant,
+        _concurrency_text(record.max_concurrency),
+        _throughput_text(metrics),
+        _number_text(metrics.get('median_tpot_ms'), 2),
+        _number_text(metrics.get('median_ttft_ms'), 1),
+        _percent_text(metrics.get('spec_decode_acceptance_rate')),
+        _number_text(metrics.get('failed'), 0),
+        str(record.vllm_version or '–'),
+        f'`{record.unit_checksum[:12]}`' if record.unit_checksum else '–',
+        'task failed' if record.task_failed else '',
+    )
+
+
+def _history_order(record: t.Any) -> tuple[t.Any, ...]:
+    return record.variant, record.max_concurrency is None, record.max_concurrency or 0, record.recorded_at
+
+
+def _markdown_table(header: tuple[str, ...], rows: list[tuple[str, ...]], right_aligned: set[int]) -> list[str]:
+    alignment = ['---:' if column in right_aligned else '---' for column in range(len(header))]
+    return ['| ' + ' | '.join(_markdown_cell(cell) for cell in line) + ' |'
+            for line in [header, tuple(alignment)] + rows]
+
+
+def _markdown_cell(text: str) -> str:
+    return text.replace('|', '\\|').replace('\n', ' ')
+
+
+def _count(number: int, noun: str) -> str:
+    return f'{number} {noun}' if number == 1 else f'{number} {noun}s'
+
+
+def _code(text: str) -> str:
+    return '`' + text.replace('`', "'") + '`'
+
+
+def _throughput_text(metrics: Mapping[str, t.Any]) -> str:
+    try:
+        value, ci95 = output_throughput(metrics)
+    except ComparisonError:
+        return '–'
+    return f'{value:.1f}' if ci95 is None else f'{value:.1f} ± {ci95:.1f}'
+
+
+def _number_text(value: t.Any, decimals: int) -> str:
+    if value is None:
+        return '–'
+    return f'{float(value):.{decimals}f}'
+
+
+def _percent_text(fraction: t.Any) -> str:
+    # vLLM reports the acceptance rate as a fraction of drafted tokens.
+    return '–' if fraction is None else f'{float(fraction) * 100:.1f}%'
+
+
+def _delta_text(delta_pct: float | None) -> str:
+    return '' if delta_pct is None else f'{delta_pct:+.1f}%'
+
+
+def _concurrency_text(max_concurrency: int | None) -> str:
+    return 'unlimited' if max_concurrency is None else str(max_concurrency)
+
+
+def _parse_time(recorded_at: str) -> datetime.datetime:
+    return datetime.datetime.strptime(recorded_at, '%Y-%m-%dT%H:%M:%SZ').replace(tzinfo=datetime.timezone.utc)
+
+
+def _file_part(text: str) -> str:
+    return re.sub(r'[^A-Za-z0-9._-]+', '_', text).strip('.') or '_'
+
+
+def _read_bytes(path: str) -> bytes | None:
+    try:
+        with open(path, 'rb') as handle:
+            return handle.read()
+    except FileNotFoundError:
+        return None
+
+
+def _read_text(path: str) -> str:
+    content = _read_bytes(path)
+    return '' if content is None else content.decode('utf-8', errors='replace')

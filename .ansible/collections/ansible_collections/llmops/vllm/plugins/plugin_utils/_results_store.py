@@ -1,0 +1,248 @@
+# This file is private to the llmops.vllm collection; its interface may change without notice.
+# Copyright (c) 2026, llmops.vllm maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""Append-only SQLite store of benchmark results, one row per concurrency level."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import sqlite3
+import typing as t
+from collections.abc import Iterable, Mapping
+
+SCHEMA_VERSION = 1
+
+# Index i holds the statements that take a database from schema version i to i + 1.
+_MIGRATIONS = (
+    (
+        """
+        CREATE TABLE results (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            recorded_at TEXT NOT NULL,
+            run_id TEXT NOT NULL,
+            host TEXT NOT NULL,
+            model TEXT NOT NULL,
+            variant TEXT NOT NULL,
+            unit_checksum TEXT,
+            vllm_version TEXT,
+            speculative_config TEXT,
+            task TEXT,
+            task_failed INTEGER NOT NULL DEFAULT 0,
+            max_concurrency INTEGER,
+            completed INTEGER,
+            failed_requests INTEGER,
+            output_throughput REAL,
+            output_throughput_mean REAL,
+            output_throughput_ci95 REAL,
+            median_tpot_ms REAL,
+            median_ttft_ms REAL,
+            spec_decode_acceptance_rate REAL,
+            labels TEXT NOT NULL,
+            options TEXT NOT NULL,
+            metrics TEXT NOT NULL
+        )
+        """,
+        "CREATE INDEX results_by_series ON results (host, model, variant, recorded_at)",
+        # History is evidence: a rerun adds rows, nothing may quietly rewrite old ones.
+        """
+        CREATE TRIGGER results_are_append_only BEFORE UPDATE ON results
+        BEGIN
+            SELECT RAISE(ABORT, 'benchmark results are append-only');
+        END
+        """,
+    ),
+)
+
+_METRIC_COLUMNS = (
+    'max_concurrency',
+    'completed',
+    'output_throughput',
+    'output_throughput_mean',
+    'output_throughput_ci95',
+    'median_tpot_ms',
+    'median_ttft_ms',
+    'spec_decode_acceptance_rate',
+)
+
+
+class ResultsStoreError(Exception):
+    """The database cannot be used by this version of the collection."""
+
+
+@dataclasses.dataclass(frozen=True)
+class BenchmarkRecord:
+    """One concurrency level of one benchmark task, with the labels that say what was measured."""
+
+    recorded_at: str
+    run_id: str
+    host: str
+    model: str
+    variant: str
+    metrics: Mapping[str, t.Any]
+    labels: Mapping[str, t.Any] = dataclasses.field(default_factory=dict)
+    options: Mapping[str, t.Any] = dataclasses.field(default_factory=dict)
+    task: str | None = None
+    task_failed: bool = False
+    row_id: int | None = None
+
+    @property
+    def max_concurrency(self) -> int | None:
+        return self.metrics.get('max_concurrency')
+
+    @property
+    def unit_checksum(self) -> str | None:
+        return self.labels.get('unit_checksum')
+
+    @property
+    def vllm_version(self) -> str | None:
+        return self.labels.get('vllm_version')
+
+    @property
+    def speculative_config(self) -> t.Any:
+        return self.labels.get('speculative_config')
+
+
+def records_from_result(result: Mapping[str, t.Any], *, host: str, run_id: str, recorded_at: str,
+                        task: str | None = None, task_failed: bool = False) -> list[BenchmarkRecord]:
+    """Split one openai_benchmark module result into one record per concurrency level.
+
+    The model and variant come from the result's labels; the served model name stands in for an
+    unlabelled model, and C(unknown) for anything else missing, so that no measurement is dropped.
+    """
+    levels = result.get('results')
+    if not isinstance(levels, list):
+        return []
+    labels = dict(result.get('labels') or {})
+    options = dict(result.get('options') or {})
+    model = labels.get('model') or options.get('model') or 'unknown'
+    variant = labels.get('variant') or 'unknown'
+    return [
+        BenchmarkRecord(
+            recorded_at=recorded_at, run_id=run_id, host=host, model=str(model), variant=str(variant),
+            metrics=dict(level), labels=labels, options=options, task=task, task_failed=task_failed,
+        )
+        for level in levels if isinstance(level, Mapping)
+    ]
+
+
+class ResultsStore:
+    """An open benchmark database; use as a context manager so the connection is always closed.
+
+    Every connection runs in WAL mode: readers never block the writer, and a process killed in
+    the middle of a write loses only its own uncommitted transaction.
+    """
+
+    def __init__(self, path: str, timeout: float = 30.0) -> None:
+        directory = os.path.dirname(path)
+        if directory:
+            os.makedirs(directory, exist_ok=True)
+        # isolation_level=None leaves transaction control to this class (explicit BEGIN IMMEDIATE),
+        # so a writer takes the write lock up front instead of failing on a lock upgrade later.
+        self._connection = sqlite3.connect(path, timeout=timeout, isolation_level=None)
+        try:
+            self._connection.execute('PRAGMA journal_mode=WAL')
+            self._migrate()
+        except BaseException:
+            self._connection.close()
+            raise
+
+    def __enter__(self) -> ResultsStore:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._connection.close()
+
+    @property
+    def schema_version(self) -> int:
+        return self._connection.execute('PRAGMA user_version').fetchone()[0]
+
+    def _migrate(self) -> None:
+        if self.schema_version == SCHEMA_VERSION:
+            return
+        self._connection.execute('BEGIN IMMEDIATE')
+        try:
+            # Read again under the write lock: another process may have migrated in the meantime.
+            version = self.schema_version
+            if version > SCHEMA_VERSION:
+                raise ResultsStoreError(
+                    f'the benchmark database has schema version {version}, newer than the version'
+                    f' {SCHEMA_VERSION} this collection knows; upgrade llmops.vllm to read it')
+            for statements in _MIGRATIONS[version:]:
+                for statement in statements:
+                    self._connection.execute(statement)
+            self._connection.execute(f'PRAGMA user_version = {SCHEMA_VERSION:d}')
+            self._connection.execute('COMMIT')
+        except BaseException:
+            self._connection.execute('ROLLBACK')
+            raise
+
+    def add(self, records: Iterable[BenchmarkRecord]) -> list[int]:
+        """Insert the records in one transaction: either all of them are stored or none is."""
+        row_ids = []
+        self._connection.execute('BEGIN IMMEDIATE')
+        try:
+            for record in records:
+                row_ids.append(self._insert(record))
+            self._connection.execute('COMMIT')
+        except BaseException:
+            self._connection.execute('ROLLBACK')
+            raise
+        return row_ids
+
+    def _insert(self, record: BenchmarkRecord) -> int:
+        metrics = record.metrics
+        columns = {
+            'recorded_at': record.recorded_at,
+            'run_id': record.run_id,
+            'host': record.host,
+            'model': record.model,
+            'variant': record.variant,
+            'unit_checksum': record.unit_checksum,
+            'vllm_version': record.vllm_version,
+            'speculative_config': _to_json(record.speculative_config),
+            'task': record.task,
+            'task_failed': int(record.task_failed),
+            'failed_requests': metrics.get('failed'),
+            'labels': _to_json(record.labels),
+            'options': _to_json(record.options),
+            'metrics': _to_json(metrics),
+        }
+        columns.update((name, metrics.get(name)) for name in _METRIC_COLUMNS)
+        names = ', '.join(columns)
+        placeholders = ', '.join('?' * len(columns))
+        cursor = self._connection.execute(
+            f'INSERT INTO results ({names}) VALUES ({placeholders})', tuple(columns.values()))
+        return cursor.lastrowid
+
+    def records(self, *, host: str | None = None, model: str | None = None,
+                variant: str | None = None) -> list[BenchmarkRecord]:
+        """Stored records, oldest first, optionally only those of one host, model or variant."""
+        wanted = {name: value for name, value in (('host', host), ('model', model), ('variant', variant))
+                  if value is not None}
+        where = ' AND '.join(f'{name} = ?' for name in wanted) or '1'
+        rows = self._connection.execute(
+            'SELECT id, recorded_at, run_id, host, model, variant, task, task_failed, labels, options, metrics'
+            f' FROM results WHERE {where} ORDER BY recorded_at, id',
+            tuple(wanted.values()))
+        return [
+            BenchmarkRecord(
+                row_id=row[0], recorded_at=row[1], run_id=row[2], host=row[3], model=row[4], variant=row[5],
+                task=row[6], task_failed=bool(row[7]), labels=json.loads(row[8]), options=json.loads(row[9]),
+                metrics=json.loads(row[10]),
+            )
+            for row in rows
+        ]
+
+
+def _to_json(value: t.Any) -> str | None:
+    if value is None:
+        return None
+    # sort_keys makes equal configurations compare equal as text in SQL queries.
+    return json.dumps(value, sort_keys=True, default=str)

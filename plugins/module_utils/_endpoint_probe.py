@@ -1,0 +1,347 @@
+# This module_utils file is private to the llmops.vllm collection: its API may change without notice.
+# Copyright (c) llmops.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Probe a vLLM OpenAI-compatible server through its start-up stages, and wait until it serves."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import socket
+import ssl
+import time
+import urllib.error
+import urllib.request
+
+from ansible_collections.llmops.vllm.plugins.module_utils._deadline import Backoff, Deadline, StaleToken
+from ansible_collections.llmops.vllm.plugins.module_utils._systemd_unit import (
+    find_fatal_line,
+    latest_phase_line,
+    unit_problem,
+)
+
+# Short enough that a watched unit is looked at again within about half a second even when a
+# server accepts connections and then hangs; a local vLLM answers these in milliseconds.
+PROBE_TIMEOUT = 0.5
+# The first completion after start-up may wait for warm-up work; it is the last stage anyway.
+SMOKE_TIMEOUT = 30.0
+SMOKE_PROMPT = "Hello"
+JOURNAL_SCAN_LINES = 200
+JOURNAL_RETURN_LINES = 20
+# journald reads a dying process's last output asynchronously; give it a moment to catch up.
+JOURNAL_SETTLE = 0.3
+PHASE_LINE_CHARS = 160
+
+
+class Unreachable(Exception):
+    """No HTTP answer at all (refused, timed out, reset)."""
+
+    def __init__(self, reason, refused=False):
+        super().__init__(reason)
+        self.reason = reason
+        self.refused = refused
+
+
+class NotServable(Exception):
+    """The server answered in a way that waiting longer will not change."""
+
+
+class Reply:
+    def __init__(self, status, body):
+        self.status = status
+        self.body = body
+
+    def json(self):
+        try:
+            return json.loads(self.body.decode("utf-8"))
+        except ValueError:
+            return None
+
+    def error_text(self):
+        """The message of an OpenAI-style error body, else the start of the body."""
+        document = self.json()
+        if isinstance(document, dict):
+            error = document.get("error", document)
+            message = error.get("message") if isinstance(error, dict) else error
+            if message:
+                return str(message)
+        return self.body.decode("utf-8", "replace")[:200]
+
+
+def api_root(base_url):
+    """Accept the server root or an OpenAI-style base URL ending in /v1; return the root."""
+    root = base_url.rstrip("/")
+    if root.endswith("/v1"):
+        root = root[:-len("/v1")]
+    return root
+
+
+def _reason(exc):
+    if isinstance(exc, ConnectionRefusedError):
+        return "connection refused"
+    if isinstance(exc, (socket.timeout, TimeoutError)):
+        return "no answer within the probe timeout"
+    return str(exc) or type(exc).__name__
+
+
+def model_ids(document):
+    if not isinstance(document, dict) or not isinstance(document.get("data"), list):
+        return None
+    return [entry.get("id") for entry in document["data"] if isinstance(entry, dict) and entry.get("id")]
+
+
+class Observation:
+    """What one pass through the stages found."""
+
+    def __init__(self):
+        self.reached = []
+        self.ready = False
+        self.last_seen = ""
+        self.models = []
+
+
+class EndpointProbe:
+    """Talk to one server with the standard library only (modules run on managed hosts)."""
+
+    def __init__(self, base_url, api_key=None, validate_certs=True):
+        self.root = api_root(base_url)
+        self.has_api_key = bool(api_key)
+        # The server is normally on the managed host itself: a proxy from the login environment
+        # would only stand between the probe and the truth.
+        handlers = [urllib.request.ProxyHandler({})]
+        if not validate_certs:
+            context = ssl.create_default_context()
+            context.check_hostname = False
+            context.verify_mode = ssl.CERT_NONE
+            handlers.append(urllib.request.HTTPSHandler(context=context))
+        self._opener = urllib.request.build_opener(*handlers)
+        self._headers = {"Accept": "application/json"}
+        if api_key:
+            self._headers["Authorization"] = "Bearer %s" % api_key
+
+    def request(self, path, payload=None, timeout=PROBE_TIMEOUT):
+        """Return the Reply for any HTTP status; raise Unreachable when there is none."""
+        headers = dict(self._headers)
+        data = None
+        if payload is not None:
+            data = json.dumps(payload).encode("utf-8")
+            headers["Content-Type"] = "application/json"
+        request = urllib.request.Request(self.root + path, data=data, headers=headers)
+        try:
+            with self._opener.open(request, timeout=timeout) as response:
+                return Reply(response.status, response.read())
+        except urllib.error.HTTPError as exc:
+            try:
+                body = exc.read()
+            except (OSError, http.client.HTTPException):
+                body = b""
+            return Reply(exc.code, body)
+        except urllib.error.URLError as exc:
+            reason = exc.reason
+            raise Unreachable(_reason(reason), refused=isinstance(reason, ConnectionRefusedError)) from None
+        except (OSError, http.client.HTTPException) as exc:
+            raise Unreachable(_reason(exc)) from None
+
+    def observe(self, model=None, smoke_test=False, smoke_timeout=SMOKE_TIMEOUT):
+        """Walk /health, /v1/models and optionally a 1-token completion, as far as the server allows."""
+        seen = Observation()
+        try:
+            health = self.request("/health")
+        except Unreachable as exc:
+            seen.last_seen = "%s on /health" % exc.reason
+            return seen
+        if health.status == 503:
+            raise NotServable("%s/health answered 503: the engine is dead" % self.root)
+        if health.status != 200:
+            seen.last_seen = "/health answered HTTP %d" % health.status
+            return seen
+        seen.reached.append("health")
+
+        try:
+            listing = self.request("/v1/models")
+        except Unreachable as exc:
+            seen.last_seen = "%s on /v1/models" % exc.reason
+            return seen
+        if listing.status in (401, 403):
+            if self.has_api_key:
+                raise NotServable("%s rejected the API key (HTTP %d on /v1/models)" % (self.root, listing.status))
+            raise NotServable("%s requires an API key (HTTP %d on /v1/models); set api_key"
+                              % (self.root, listing.status))
+        ids = model_ids(listing.json()) if listing.status == 200 else None
+        if ids is None:
+            seen.last_seen = "/v1/models answered HTTP %d without a model list" % listing.status
+            return seen
+        seen.models = ids
+        if not ids:
+            seen.last_seen = "/v1/models lists no model yet"
+            return seen
+        if model and model not in ids:
+            raise NotServable("%s is healthy but serves %s, not %r" % (self.root, ", ".join(repr(i) for i in ids), model))
+        seen.reached.append("models")
+
+        if smoke_test:
+            payload = {"model": model or ids[0], "prompt": SMOKE_PROMPT, "max_tokens": 1, "temperature": 0}
+            try:
+                reply = self.request("/v1/completions", payload, timeout=smoke_timeout)
+            except Unreachable as exc:
+                seen.last_seen = "%s on /v1/completions" % exc.reason
+                return seen
+            if 400 <= reply.status < 500:
+                raise NotServable("%s refused a 1-token completion (HTTP %d): %s"
+                                  % (self.root, reply.status, reply.error_text()))
+            document = reply.json()
+            if reply.status != 200 or not isinstance(document, dict) or not document.get("choices"):
+                seen.last_seen = "/v1/completions answered HTTP %d: %s" % (reply.status, reply.error_text())
+                return seen
+            seen.reached.append("smoke")
+
+        seen.ready = True
+        seen.last_seen = "ready"
+        return seen
+
+    def version(self):
+        try:
+            reply = self.request("/version")
+        except Unreachable:
+            return None
+        document = reply.json() if reply.status == 200 else None
+        return document.get("version") if isinstance(document, dict) else None
+
+
+def format_duration(seconds):
+    seconds = int(seconds)
+    if seconds < 60:
+        return "%ds" % seconds
+    if seconds < 3600:
+        return "%dm%02ds" % divmod(seconds, 60)
+    hours, rest = divmod(seconds, 3600)
+    return "%dh%02dm%02ds" % ((hours,) + divmod(rest, 60))
+
+
+class ReadinessWait:
+    """Poll a server until it serves, watching its systemd unit in between to fail fast.
+
+    With progress_interval the wait returns early, not ready, so that a task loop can show
+    progress; the returned resume token lets the next call continue the same wait (same
+    deadline, restart baseline, attempt count and stage times).
+    """
+
+    def __init__(self, probe, timeout, sleep, model=None, smoke_test=False, unit=None,
+                 progress_interval=0, resume=None):
+        self.probe = probe
+        self.model = model
+        self.smoke_test = smoke_test
+        self.unit = unit
+        self.backoff = Backoff(cap=sleep)
+        self.chunk = Deadline(progress_interval) if progress_interval else None
+        self.attempts = 0
+        self.stages = {}
+        self.restarts_baseline = None
+        if resume:
+            self._continue(resume, timeout)
+        else:
+            self.deadline = Deadline(timeout)
+
+    def _continue(self, resume, timeout):
+        if resume.get("base_url") != self.probe.root or resume.get("unit") != self._unit_name():
+            raise StaleToken("it was made for %s (unit %s)" % (resume.get("base_url"), resume.get("unit")))
+        self.deadline = Deadline.from_token(resume, timeout)
+        try:
+            self.attempts = int(resume.get("attempts", 0))
+            self.stages = dict((str(k), float(v)) for k, v in (resume.get("stages") or {}).items())
+            baseline = resume.get("restarts_baseline")
+            self.restarts_baseline = None if baseline is None else int(baseline)
+        except (TypeError, ValueError, AttributeError):
+            raise StaleToken("it holds malformed counters") from None
+
+    def _unit_name(self):
+        return self.unit.name if self.unit else None
+
+    def resume_token(self):
+        token = self.deadline.to_token()
+        token.update(attempts=self.attempts, stages=dict(self.stages), restarts_baseline=self.restarts_baseline,
+                     base_url=self.probe.root, unit=self._unit_name())
+        return token
+
+    def run(self, check_only=False):
+        """Return the module result; result["failed"] says whether the wait failed."""
+        while True:
+            self.attempts += 1
+            state = None
+            if self.unit:
+                state = self.unit.state()
+                if self.restarts_baseline is None:
+                    self.restarts_baseline = state.n_restarts
+                problem = unit_problem(state, self.restarts_baseline)
+                if problem:
+                    return self._unit_failure(state, problem, check_only)
+            try:
+                seen = self.probe.observe(self.model, self.smoke_test,
+                                          smoke_timeout=max(PROBE_TIMEOUT, min(SMOKE_TIMEOUT, self.deadline.remaining())))
+            except NotServable as exc:
+                result = self._result(state, ready=False, failed=not check_only, last_seen=str(exc))
+                result["msg"] = "%s (after %.1f s)" % (exc, result["elapsed"])
+                return result
+            for stage in seen.reached:
+                self.stages.setdefault(stage, round(self.deadline.elapsed(), 3))
+            if seen.ready:
+                result = self._result(state, ready=True, failed=False, last_seen=seen.last_seen, models=seen.models)
+                result["version"] = self.probe.version()
+                result["msg"] = "%s serves %s (vLLM %s) after %.1f s" % (
+                    self.probe.root, ", ".join(seen.models), result["version"] or "of unknown version", result["elapsed"])
+                return result
+            if check_only or self.deadline.expired() or (self.chunk and self.chunk.expired()):
+                return self._not_ready(state, seen, timed_out=not check_only and self.deadline.expired())
+            self.deadline.sleep(self.backoff.next())
+
+    def _result(self, state, ready, failed, last_seen, models=None):
+        result = {
+            "ready": ready,
+            "failed": failed,
+            "elapsed": round(self.deadline.elapsed(), 3),
+            "attempts": self.attempts,
+            "stages": dict(self.stages),
+            "models": models or [],
+            "version": None,
+            "last_seen": last_seen,
+            "resume": self.resume_token(),
+        }
+        if state is not None:
+            result["unit_state"] = state.as_dict()
+        return result
+
+    def _journal(self, state):
+        return self.unit.journal(JOURNAL_SCAN_LINES, since_monotonic=state.started_monotonic)
+
+    def _unit_failure(self, state, problem, check_only):
+        lines = self._journal(state)
+        fatal = find_fatal_line(lines)
+        if fatal is None and not check_only:
+            time.sleep(JOURNAL_SETTLE)
+            lines = self._journal(state)
+            fatal = find_fatal_line(lines)
+        result = self._result(state, ready=False, failed=not check_only, last_seen="unit %s" % problem)
+        result["journal"] = lines[-JOURNAL_RETURN_LINES:]
+        result["fatal_line"] = fatal
+        cause = fatal or (lines[-1] if lines else "the journal has no lines for this run")
+        result["msg"] = "%s %s after %.1f s: %s" % (self.unit.name, problem, result["elapsed"], cause)
+        return result
+
+    def _not_ready(self, state, seen, timed_out):
+        result = self._result(state, ready=False, failed=timed_out, last_seen=seen.last_seen, models=seen.models)
+        details = ["last seen: %s" % seen.last_seen]
+        if state is not None:
+            lines = self._journal(state)
+            phase = latest_phase_line(lines)
+            result["journal"] = lines[-JOURNAL_RETURN_LINES:]
+            result["phase_line"] = phase
+            details.append("unit %s" % state.describe())
+            if phase:
+                details.append("log: %s" % phase[:PHASE_LINE_CHARS])
+        if timed_out:
+            result["msg"] = "%s not ready after %.1f s (%d attempts); %s" % (
+                self.probe.root, result["elapsed"], self.attempts, "; ".join(details))
+        else:
+            result["msg"] = "%s elapsed, not ready yet; %s" % (format_duration(result["elapsed"]), "; ".join(details))
+        return result

@@ -1,0 +1,363 @@
+# This module_utils file is private to the llmops.vllm collection: its API may change without notice.
+# Copyright (c) llmops.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Baseline server settings plus per-variant overrides, resolved into what each variant's unit runs.
+
+Every problem is reported at once, each prefixed with the variable (and variant and key) it comes from,
+so that a bad inventory fails on the controller before anything on a host changes.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Mapping
+
+from ansible_collections.llmops.vllm.plugins.module_utils._spec_decode import (
+    check_speculative_config,
+    parse_version,
+)
+from ansible_collections.llmops.vllm.plugins.module_utils._systemd_escape import (
+    ENVIRONMENT_NAME,
+    format_exec_command,
+    unit_setting_text,
+)
+
+VARIANT_KEYS = ("allow_unknown_keys", "description", "environment", "serve_args", "speculative_config")
+MODEL_KEYS = ("name", "path", "served_name")
+NAME_MAX_LENGTH = 64
+VARIANT_NAME = "[a-z0-9][a-z0-9_-]*"
+MODEL_NAME = "[a-z0-9][a-z0-9._-]*"
+FLAG_NAME = re.compile(r"[a-z][a-z0-9_]*\Z")
+# Directories written into several unit settings, some of which split at whitespace: kept plain.
+PLAIN_PATH = re.compile(r"/[A-Za-z0-9._/@+-]*\Z")
+SERVER_MODULE = "vllm.entrypoints.openai.api_server"
+
+# vLLM flags that this collection renders from its own variables, and where to set them instead.
+_RESERVED_FLAGS = {
+    "model": "vllm_model.path",
+    "served_model_name": "vllm_model.served_name",
+    "host": "vllm_host",
+    "speculative_config": "the variant's speculative_config",
+    "spec_method": "the variant's speculative_config",
+    "spec_model": "the variant's speculative_config",
+    "spec_tokens": "the variant's speculative_config",
+}
+
+
+class VariantError(ValueError):
+    """Settings that cannot be turned into a working unit; problems lists every reason."""
+
+    def __init__(self, problems):
+        self.problems = list(problems)
+        super().__init__("invalid vLLM variant settings:\n" + "\n".join("- " + p for p in self.problems))
+
+
+def _is_int(value):
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _text(value):
+    """Render a scalar the way it was written: 0.92 stays "0.92", not "0.9200000000000000".
+
+    str() also turns Ansible's tagged string subclasses into plain strings.
+    """
+    return repr(float(value)) if isinstance(value, float) else str(value)
+
+
+def _json(value):
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def _check_name(problems, where, name, pattern):
+    """Names end up in unit and file names: keep them to a portable alphabet and length."""
+    if not isinstance(name, str) or not re.match(pattern + r"\Z", name) or len(name) > NAME_MAX_LENGTH:
+        problems.append("%s: %r must match %s and be at most %d characters (it becomes part of unit names)"
+                        % (where, name, pattern, NAME_MAX_LENGTH))
+        return False
+    return True
+
+
+def _check_mapping(problems, where, value):
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        problems.append("%s: must be a mapping, got %s" % (where, type(value).__name__))
+        return {}
+    return value
+
+
+def _check_serve_arg(problems, where, value):
+    if isinstance(value, bool) or value is None:
+        return
+    if isinstance(value, str):
+        if "\x00" in value:
+            problems.append("%s: contains a NUL character, which no process argument can hold" % where)
+    elif isinstance(value, float):
+        if not math.isfinite(value):
+            problems.append("%s: must be a finite number, got %r" % (where, value))
+    elif isinstance(value, (list, tuple)):
+        for index, item in enumerate(value):
+            if isinstance(item, (bool, list, tuple, Mapping)) or item is None:
+                problems.append("%s[%d]: list items must be strings or numbers, got %r" % (where, index, item))
+            else:
+                _check_serve_arg(problems, "%s[%d]" % (where, index), item)
+    elif isinstance(value, Mapping):
+        try:
+            _json(value)
+        except (TypeError, ValueError) as exc:
+            problems.append("%s: cannot be written as JSON (%s)" % (where, exc))
+    elif not _is_int(value):
+        problems.append("%s: must be a string, number, boolean, null, list or mapping, got %s"
+                        % (where, type(value).__name__))
+
+
+def _check_serve_args(problems, where, serve_args, reserved):
+    for key, value in serve_args.items():
+        here = "%s.%s" % (where, key)
+        if not isinstance(key, str) or not FLAG_NAME.match(key):
+            problems.append("%s: flag names are snake_case ([a-z][a-z0-9_]*), e.g. max_model_len for "
+                            "--max-model-len" % here)
+        elif key in reserved:
+            problems.append("%s: set by this collection from %s, not through serve_args" % (here, reserved[key]))
+        else:
+            _check_serve_arg(problems, here, value)
+
+
+def _check_environment(problems, where, environment):
+    for key, value in environment.items():
+        here = "%s.%s" % (where, key)
+        if not isinstance(key, str) or not ENVIRONMENT_NAME.match(key):
+            problems.append("%s: not a valid environment variable name (letters, digits, _; no leading digit)"
+                            % here)
+        elif isinstance(value, bool) or not (value is None or _is_int(value) or isinstance(value, (str, float))):
+            problems.append("%s: must be a string or a number (quote booleans: '1', 'true'), got %r" % (here, value))
+        elif isinstance(value, str) and "\x00" in value:
+            problems.append("%s: contains a NUL character, which no environment variable can hold" % here)
+
+
+def _flag_words(key, value):
+    """The argv words of one vLLM flag: true -> --flag, false/null -> nothing, list -> --flag a b."""
+    flag = "--" + key.replace("_", "-")
+    if value is True:
+        return [flag]
+    if value is False or value is None:
+        return []
+    if isinstance(value, Mapping):
+        return [flag, _json(value)]
+    if isinstance(value, (list, tuple)):
+        return [flag] + [_text(item) for item in value] if value else []
+    return [flag, _text(value)]
+
+
+class _Settings:
+    """The role variables every variant shares, checked once."""
+
+    def __init__(self, problems, model, serve_args, environment, baseline, host, port, gpu_count, venv, version,
+                 config_dir):
+        model = _check_mapping(problems, "vllm_model", model)
+        for key in sorted(set(model) - set(MODEL_KEYS), key=str):
+            problems.append("vllm_model.%s: unknown key (known: %s)" % (key, ", ".join(MODEL_KEYS)))
+        self.model_name = model.get("name")
+        _check_name(problems, "vllm_model.name", self.model_name, MODEL_NAME)
+        self.model_path = model.get("path")
+        if not isinstance(self.model_path, str) or not self.model_path.strip() or "\x00" in self.model_path:
+            problems.append("vllm_model.path: required, the model directory or hub id, got %r" % (self.model_path,))
+        self.served_name = model.get("served_name", self.model_name)
+        if (not isinstance(self.served_name, str) or not self.served_name
+                or re.search(r"[\s\x00-\x1f\x7f]", self.served_name) or self.served_name.endswith("\\")):
+            problems.append("vllm_model.served_name: must be a non-empty name without whitespace, control characters "
+                            "or a trailing backslash, got %r" % (self.served_name,))
+
+        self.serve_args = _check_mapping(problems, "vllm_serve_args", serve_args)
+        reserved = dict(_RESERVED_FLAGS, port="vllm_port")
+        _check_serve_args(problems, "vllm_serve_args", self.serve_args, reserved)
+        self.environment = _check_mapping(problems, "vllm_environment", environment)
+        _check_environment(problems, "vllm_environment", self.environment)
+
+        self.baseline = baseline
+        _check_name(problems, "vllm_baseline_variant", baseline, VARIANT_NAME)
+        self.host = host
+        if not isinstance(host, str) or not host or re.search(r"[\s\x00]", host):
+            problems.append("vllm_host: must be an address or host name without whitespace, got %r" % (host,))
+        self.port = port
+        if not _is_int(port) or not 1 <= port <= 65535:
+            problems.append("vllm_port: must be an integer from 1 to 65535, got %r" % (port,))
+        self.gpu_count = gpu_count
+        if not _is_int(gpu_count) or gpu_count < 1:
+            problems.append("vllm_gpu_count: must be an integer >= 1, got %r" % (gpu_count,))
+        for variable, path in (("vllm_venv", venv), ("config_dir", config_dir)):
+            if not isinstance(path, str) or not PLAIN_PATH.match(path):
+                problems.append("%s: must be an absolute path of letters, digits and ._/@+- only, got %r"
+                                % (variable, path))
+        self.venv = venv.rstrip("/") if isinstance(venv, str) else venv
+        self.config_dir = config_dir.rstrip("/") if isinstance(config_dir, str) else config_dir
+        self.version = None
+        if version is None:
+            problems.append("vllm_version: required, the vLLM release the rules are checked against")
+        else:
+            try:
+                self.version = parse_version(version)
+            except ValueError as exc:
+                problems.append("vllm_version: %s" % exc)
+        self.valid = not problems
+
+    def unit_name(self, variant):
+        return "vllm-%s-%s.service" % (self.model_name, variant)
+
+
+def _resolve_one(problems, settings, name, overrides):
+    """Check one variant's overrides and, when they and the shared settings are valid, resolve its spec."""
+    where = "vllm_variants.%s" % name
+    overrides = _check_mapping(problems, where, overrides)
+    for key in sorted(set(overrides) - set(VARIANT_KEYS), key=str):
+        problems.append("%s.%s: unknown variant key (known: %s)" % (where, key, ", ".join(VARIANT_KEYS)))
+
+    description = overrides.get("description")
+    if description is None:
+        description = ""
+    elif not isinstance(description, str):
+        problems.append("%s.description: must be a string, got %r" % (where, description))
+        description = ""
+    try:
+        unit_setting_text(description)
+    except ValueError as exc:
+        problems.append("%s.description: %s" % (where, exc))
+
+    allow_unknown_keys = overrides.get("allow_unknown_keys", False)
+    if not isinstance(allow_unknown_keys, bool):
+        problems.append("%s.allow_unknown_keys: must be true or false, got %r" % (where, allow_unknown_keys))
+
+    variant_args = _check_mapping(problems, where + ".serve_args", overrides.get("serve_args"))
+    _check_serve_args(problems, where + ".serve_args", variant_args, _RESERVED_FLAGS)
+    serve_args = dict(settings.serve_args)
+    serve_args.update(variant_args)
+    port = serve_args.pop("port", settings.port)
+    if "port" in variant_args and (not _is_int(port) or not 1 <= port <= 65535):
+        problems.append("%s.serve_args.port: must be an integer from 1 to 65535, got %r" % (where, port))
+
+    tp_origin = (where + ".serve_args" if "tensor_parallel_size" in variant_args else "vllm_serve_args")
+    tp_origin += ".tensor_parallel_size"
+    tensor_parallel_size = serve_args.get("tensor_parallel_size")
+    if tensor_parallel_size is None:
+        tensor_parallel_size = 1
+    if not _is_int(tensor_parallel_size) or tensor_parallel_size < 1:
+        problems.append("%s: must be an integer >= 1, got %r (variant %s)" % (tp_origin, tensor_parallel_size, name))
+    elif _is_int(settings.gpu_count) and settings.gpu_count % tensor_parallel_size:
+        problems.append("%s: %d does not divide vllm_gpu_count (%s) (variant %s)"
+                        % (tp_origin, tensor_parallel_size, settings.gpu_count, name))
+
+    speculative_config = overrides.get("speculative_config")
+    if speculative_config is not None and settings.version is not None:
+        for key, rule in check_speculative_config(speculative_config, tensor_parallel_size, settings.version,
+                                                  allow_unknown_keys is True):
+            problems.append("%s.speculative_config%s: %s" % (where, "." + str(key) if key else "", rule))
+        try:
+            _json(speculative_config)
+        except (TypeError, ValueError) as exc:
+            problems.append("%s.speculative_config: cannot be written as JSON (%s)" % (where, exc))
+
+    variant_environment = _check_mapping(problems, where + ".environment", overrides.get("environment"))
+    _check_environment(problems, where + ".environment", variant_environment)
+    environment = dict(settings.environment)
+    environment.update(variant_environment)
+
+    if problems or not settings.valid:
+        return None
+    unit_description = "vLLM %s (%s)" % (settings.served_name, name) + (": " + description if description else "")
+    argv = [settings.venv + "/bin/python", "-m", SERVER_MODULE, "--model", settings.model_path,
+            "--served-model-name", settings.served_name, "--host", settings.host, "--port", str(port)]
+    for key in sorted(serve_args):
+        argv.extend(_flag_words(key, serve_args[key]))
+    if speculative_config is not None:
+        argv.extend(["--speculative-config", _json(speculative_config)])
+    return {
+        "name": name,
+        "model": settings.model_name,
+        "baseline": name == settings.baseline,
+        "description": description,
+        "unit_name": settings.unit_name(name),
+        "unit_description": unit_setting_text(unit_description),
+        "env_file": "%s/%s-%s.env" % (settings.config_dir, settings.model_name, name),
+        "secrets_env_file": "%s/%s.secrets.env" % (settings.config_dir, settings.model_name),
+        "host": _text(settings.host),
+        "port": port,
+        "tensor_parallel_size": tensor_parallel_size,
+        "serve_args": serve_args,
+        "speculative_config": speculative_config,
+        "environment": dict((key, _text(value)) for key, value in sorted(environment.items()) if value is not None),
+        "argv": argv,
+        "exec_start": format_exec_command(argv),
+    }
+
+
+def _check_ports(problems, settings, specs):
+    """Variants normally share vllm_port; one that moves off it must not share its own port with another."""
+    owners = {}
+    for name in sorted(specs):
+        if specs[name]["port"] != settings.port:
+            owners.setdefault(specs[name]["port"], []).append(name)
+    for port, names in sorted(owners.items()):
+        if len(names) > 1:
+            problems.append("vllm_variants.%s.serve_args.port: port %d is also set by variant %s; a port apart "
+                            "from vllm_port (%d) must be unique on the host"
+                            % (names[1], port, ", ".join(n for n in names if n != names[1]), settings.port))
+
+
+def _link(settings, specs):
+    """Declare Conflicts= and ordering on the variants only, so adding a variant never rewrites the baseline.
+
+    systemd applies Conflicts= in both directions when one side declares it. Ordering makes the stop of the
+    running server finish before the next one starts; it follows the sorted names, so it can never cycle.
+    """
+    others = sorted(name for name in specs if name != settings.baseline)
+    for name, spec in specs.items():
+        if spec["baseline"]:
+            spec.update(conflicts=[], after=[], before=[])
+            continue
+        baseline_unit = [settings.unit_name(settings.baseline)]
+        spec["conflicts"] = baseline_unit + [settings.unit_name(n) for n in others if n != name]
+        spec["after"] = baseline_unit + [settings.unit_name(n) for n in others if n < name]
+        spec["before"] = [settings.unit_name(n) for n in others if n > name]
+
+
+def resolve_variants(variants, model, serve_args=None, environment=None, baseline="baseline", host="127.0.0.1",
+                     port=8000, gpu_count=1, venv="/opt/vllm/venv", version=None, config_dir="/etc/vllm",
+                     secret_environment_names=()):
+    """Return variant name -> resolved spec for every variant and the baseline, or raise VariantError."""
+    problems = []
+    settings = _Settings(problems, model, serve_args, environment, baseline, host, port, gpu_count, venv, version,
+                         config_dir)
+    # Only the names: the values stay out of the controller's hands until the secrets file is written.
+    for name in secret_environment_names or ():
+        if not isinstance(name, str) or not ENVIRONMENT_NAME.match(name):
+            problems.append("vllm_secret_environment.%s: not a valid environment variable name (letters, digits, "
+                            "_; no leading digit)" % (name,))
+    variants = _check_mapping(problems, "vllm_variants", variants)
+    names = set(variants)
+    if isinstance(baseline, str):
+        names.add(baseline)
+    specs = {}
+    for name in sorted(names, key=str):
+        if _check_name(problems, "vllm_variants.%s" % (name,), name, VARIANT_NAME):
+            variant_problems = []
+            spec = _resolve_one(variant_problems, settings, name, variants.get(name))
+            problems.extend(variant_problems)
+            if spec is not None:
+                specs[name] = spec
+    if problems:
+        raise VariantError(problems)
+    _check_ports(problems, settings, specs)
+    if problems:
+        raise VariantError(problems)
+    _link(settings, specs)
+    return specs
+
+
+def select_variant(specs, name, variable="vllm_variant"):
+    """Return the spec of one variant, or raise VariantError naming the variable and the known variants."""
+    if name not in specs:
+        raise VariantError(["%s: unknown variant %r; known variants: %s" % (variable, name, ", ".join(sorted(specs)))])
+    return specs[name]

@@ -1,0 +1,301 @@
+#!/usr/bin/python
+# Copyright (c) llmops.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: wait_for_openai_endpoint
+short_description: Wait until a vLLM OpenAI-compatible server serves a model, failing fast when its unit dies
+version_added: 1.0.0
+description:
+  - Follows a vLLM server through its start-up stages. While the model loads nothing listens and
+    connections are refused; then C(/health) answers 200; then C(/v1/models) lists the served
+    model; optionally a one-token completion succeeds (O(smoke_test)). The server's version comes
+    from C(/version).
+  - With O(unit), the systemd unit is checked between HTTP attempts. The wait fails at once when
+    the unit fails, stops, or restarts (its C(NRestarts) grows past its value when the wait began),
+    with the unit's last journal lines and the first line that names a known fatal error
+    (CUDA or CPU out of memory, a pydantic C(ValidationError), C(Engine core initialization failed),
+    a Python exception).
+  - Answers that waiting cannot change fail at once with their own message rather than a timeout:
+    C(/health) answering 503 (the engine died), C(/v1/models) answering 401 or 403 (wrong or missing
+    API key), C(/v1/models) listing other models than O(model), or a completion refused with a 4xx.
+  - For long loads, O(progress_interval) makes the module return early, not ready, with a progress
+    message and a RV(resume) token; a task loop passes the token back so the next call continues the
+    same wait. See the examples.
+  - Uses the Python standard library only, and connects directly, ignoring proxy variables of the
+    environment.
+author:
+  - llmops.vllm contributors
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+attributes:
+  check_mode:
+    support: full
+    details: In check mode the module probes once and reports the stage reached without waiting or failing.
+  diff_mode:
+    support: none
+  platform:
+    platforms: posix
+options:
+  base_url:
+    description:
+      - Root URL of the server, as seen from the managed host. An OpenAI-style base URL ending in
+        C(/v1) is accepted too.
+    type: str
+    default: http://127.0.0.1:8000
+  model:
+    description:
+      - Served model name that C(/v1/models) must list (vLLM's C(--served-model-name)).
+      - When not set, any listed model will do, and O(smoke_test) uses the first one.
+    type: str
+  api_key:
+    description:
+      - API key the server was started with (vLLM's C(--api-key) or E(VLLM_API_KEY)), sent as a bearer token.
+    type: str
+  timeout:
+    description:
+      - Seconds the whole wait may take before it fails, counted from the first call when the wait is continued with O(resume).
+    type: int
+    default: 600
+  sleep:
+    description:
+      - Longest pause in seconds between two attempts. Attempts start faster and back off to this.
+      - It also bounds how late a readiness change or, with O(unit), a unit failure is noticed.
+    type: float
+    default: 0.25
+  unit:
+    description:
+      - systemd unit running the server. When set, the wait fails fast if the unit fails, stops or
+        restarts, and progress and failure messages quote its journal.
+    type: str
+  smoke_test:
+    description:
+      - Once the model is listed, also require a one-token completion (C(/v1/completions), C(max_tokens=1)) to succeed.
+    type: bool
+    default: false
+  validate_certs:
+    description:
+      - Verify the server's TLS certificate when O(base_url) uses C(https).
+    type: bool
+    default: true
+  progress_interval:
+    description:
+      - When above V(0), return after this many seconds with RV(ready=false) and a progress message
+        if the server is not ready yet, instead of waiting the full O(timeout). The wait fails only
+        when the whole O(timeout) is spent.
+      - V(0) waits in one call.
+    type: int
+    default: 0
+  resume:
+    description:
+      - The RV(resume) value returned by the previous call of the same wait, to continue it (same
+        deadline, restart baseline, attempt count and stage times). Omit it on the first call.
+      - Only valid on the host and boot that produced it, for the same O(base_url) and O(unit).
+    type: dict
+requirements:
+  - C(systemctl) and C(journalctl) on the managed host when O(unit) is set.
+seealso:
+  - module: llmops.vllm.wait_for_gpu_memory
+  - module: ansible.builtin.uri
+notes:
+  - HTTP probes time out after half a second, so a watched unit is looked at again at least about
+    every O(sleep) plus half a second; a unit failure is reported within about one second with the defaults.
+  - The progress loop in the examples needs ansible-core 2.18 or later (C(loop_control.break_when)).
+"""
+
+EXAMPLES = r"""
+- name: Wait until vLLM serves the model
+  llmops.vllm.wait_for_openai_endpoint:
+    base_url: http://127.0.0.1:8000
+    model: kimi-k2.5
+    unit: vllm-kimi-k2.5-eagle3.service
+    smoke_test: true
+    timeout: 900
+  register: vllm_ready
+
+# A 1T model loads for half an hour: return every 30 seconds so each loop item prints the elapsed
+# time and the latest load phase from the unit's journal, and pass the resume token back.
+- name: Wait until vLLM serves the model, showing progress
+  llmops.vllm.wait_for_openai_endpoint:
+    base_url: http://127.0.0.1:8000
+    model: kimi-k2.5
+    api_key: "{{ vllm_api_key }}"
+    unit: vllm-kimi-k2.5-eagle3.service
+    smoke_test: true
+    timeout: 2400
+    progress_interval: 30
+    resume: "{{ omit if vllm_ready_try == 0 else vllm_ready.resume }}"
+  register: vllm_ready
+  loop: "{{ range(0, 2400 // 30 + 2) | list }}"
+  loop_control:
+    loop_var: vllm_ready_try
+    label: "{{ vllm_ready.msg }}"
+    break_when:
+      - vllm_ready.ready or vllm_ready is failed
+
+- name: Show the vLLM version that came up
+  ansible.builtin.debug:
+    msg: "{{ (vllm_ready.results | last).version }}"
+"""
+
+RETURN = r"""
+ready:
+  description: Whether the server reached the last stage asked for.
+  returned: always
+  type: bool
+  sample: true
+elapsed:
+  description: Seconds since the wait began (since the first call when continued with O(resume)).
+  returned: always
+  type: float
+  sample: 1834.217
+attempts:
+  description: Number of probe passes, counted over all calls of a continued wait.
+  returned: always
+  type: int
+  sample: 7210
+stages:
+  description: Seconds after the start of the wait at which each stage was first reached.
+  returned: always
+  type: dict
+  contains:
+    health:
+      description: C(/health) answered 200.
+      type: float
+      returned: when reached
+    models:
+      description: C(/v1/models) listed O(model).
+      type: float
+      returned: when reached
+    smoke:
+      description: A one-token completion succeeded.
+      type: float
+      returned: when reached and O(smoke_test=true)
+  sample: {"health": 1830.112, "models": 1830.118, "smoke": 1830.402}
+version:
+  description: The server's vLLM version from C(/version); V(null) until the server is ready or when it does not say.
+  returned: always
+  type: str
+  sample: 0.11.0
+models:
+  description: Model names C(/v1/models) listed at the last attempt.
+  returned: always
+  type: list
+  elements: str
+  sample: [kimi-k2.5]
+last_seen:
+  description: What the last attempt found, such as V(connection refused on /health) or V(ready).
+  returned: always
+  type: str
+  sample: connection refused on /health
+msg:
+  description: Outcome in one line; while not ready, the elapsed time, what was last seen, the unit's state and its latest load-phase log line.
+  returned: always
+  type: str
+  sample: "12m30s elapsed, not ready yet; last seen: connection refused on /health; unit active (running); log: Loading weights took 212.33 seconds"
+unit_state:
+  description: The unit's state at the last attempt.
+  returned: when O(unit) is set
+  type: dict
+  contains:
+    load_state:
+      description: C(LoadState), for example V(loaded) or V(not-found).
+      type: str
+    active_state:
+      description: C(ActiveState).
+      type: str
+    sub_state:
+      description: C(SubState).
+      type: str
+    result:
+      description: C(Result), for example V(exit-code) or V(oom-kill).
+      type: str
+    n_restarts:
+      description: C(NRestarts); V(null) where systemd does not count restarts.
+      type: int
+    main_pid:
+      description: C(MainPID); V(null) when no main process runs.
+      type: int
+    exec_main_status:
+      description: Exit status (or signal number) of the last main process.
+      type: int
+  sample: {"load_state": "loaded", "active_state": "failed", "sub_state": "failed", "result": "exit-code",
+           "n_restarts": 0, "main_pid": null, "exec_main_status": 1}
+journal:
+  description: The unit's last journal lines of its current run.
+  returned: when O(unit) is set and the server is not ready
+  type: list
+  elements: str
+fatal_line:
+  description: The journal line that best names why the server died; V(null) when none matches a known pattern.
+  returned: when O(unit) is set and the unit failed, stopped or restarted
+  type: str
+  sample: "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB."
+phase_line:
+  description: The latest journal line that tells the load phase (weights, compilation, CUDA graphs, ...), else the latest line.
+  returned: when O(unit) is set and the call returns not ready without a unit failure
+  type: str
+  sample: "Loading safetensors checkpoint shards:  45% Completed | 29/64"
+resume:
+  description: Token to pass as O(resume) to continue this wait in the next call.
+  returned: always
+  type: dict
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.llmops.vllm.plugins.module_utils._deadline import StaleToken
+from ansible_collections.llmops.vllm.plugins.module_utils._endpoint_probe import EndpointProbe, ReadinessWait
+from ansible_collections.llmops.vllm.plugins.module_utils._systemd_unit import SystemdUnit, UnitQueryError
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            base_url=dict(type="str", default="http://127.0.0.1:8000"),
+            model=dict(type="str"),
+            api_key=dict(type="str", no_log=True),
+            timeout=dict(type="int", default=600),
+            sleep=dict(type="float", default=0.25),
+            unit=dict(type="str"),
+            smoke_test=dict(type="bool", default=False),
+            validate_certs=dict(type="bool", default=True),
+            progress_interval=dict(type="int", default=0),
+            resume=dict(type="dict"),
+        ),
+        supports_check_mode=True,
+    )
+    params = module.params
+    result = dict(changed=False, failed=False, ready=False, elapsed=0.0, attempts=0)
+    systemctl = module.get_bin_path("systemctl") if params["unit"] else None
+    if params["timeout"] < 0 or params["progress_interval"] < 0 or params["sleep"] <= 0:
+        result.update(failed=True, msg="timeout and progress_interval must not be negative, sleep must be positive")
+    elif params["unit"] and not systemctl:
+        result.update(failed=True, msg="unit is set but systemctl is not in PATH on this host")
+    else:
+        unit = None
+        if params["unit"]:
+            unit = SystemdUnit(params["unit"], module.run_command, systemctl, module.get_bin_path("journalctl"))
+        probe = EndpointProbe(params["base_url"], api_key=params["api_key"], validate_certs=params["validate_certs"])
+        try:
+            wait = ReadinessWait(probe, params["timeout"], params["sleep"], model=params["model"],
+                                 smoke_test=params["smoke_test"], unit=unit,
+                                 progress_interval=params["progress_interval"], resume=params["resume"])
+        except StaleToken as exc:
+            result.update(failed=True, msg="resume does not continue a wait of this host: %s" % exc)
+        else:
+            try:
+                result.update(wait.run(check_only=module.check_mode))
+            except UnitQueryError as exc:
+                result.update(failed=True, msg=str(exc), elapsed=round(wait.deadline.elapsed(), 3),
+                              attempts=wait.attempts)
+
+    if result["failed"]:
+        module.fail_json(**result)
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,321 @@
+# Copyright (c) 2025, llmops.vllm maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import annotations
+
+import json
+import random
+import types
+
+import pytest
+
+from ansible_collections.llmops.vllm.plugins.module_utils import _load_generation
+from ansible_collections.llmops.vllm.plugins.module_utils._load_generation import (
+    BenchmarkAborted,
+    OpenAITarget,
+    arrival_offsets,
+    request_body,
+    run_benchmark,
+    run_load,
+)
+from ansible_collections.llmops.vllm.tests.unit.plugins.module_utils.openai_stream_server import (
+    ScriptedServer,
+    Stream,
+    VirtualClock,
+    refused_url,
+)
+
+SPEC_DECODE_BEFORE = """\
+# TYPE vllm:spec_decode_num_drafts_total counter
+vllm:spec_decode_num_drafts_total{engine="0",model_name="tiny"} 100.0
+vllm:spec_decode_num_draft_tokens_total{engine="0",model_name="tiny"} 500.0
+vllm:spec_decode_num_accepted_tokens_total{engine="0",model_name="tiny"} 200.0
+"""
+SPEC_DECODE_AFTER = """\
+vllm:spec_decode_num_drafts_total{engine="0",model_name="tiny"} 140.0
+vllm:spec_decode_num_draft_tokens_total{engine="0",model_name="tiny"} 700.0
+vllm:spec_decode_num_accepted_tokens_total{engine="0",model_name="tiny"} 290.0
+"""
+
+
+@pytest.fixture
+def clock(monkeypatch):
+    """Virtual time for the load generator; its sleeps advance the clock instead of waiting."""
+    virtual = VirtualClock()
+    monkeypatch.setattr(_load_generation, "time", types.SimpleNamespace(perf_counter=virtual.perf_counter,
+                                                                         sleep=virtual.sleep))
+    return virtual
+
+
+def options(base_url, **overrides):
+    values = dict(
+        base_url=base_url,
+        model="tiny",
+        api_key=None,
+        endpoint="completions",
+        prompt_set="novel_reasoning",
+        num_prompts=2,
+        concurrency=[1],
+        request_rate=None,
+        burstiness=1.0,
+        max_tokens=16,
+        temperature=0.0,
+        ignore_eos=True,
+        warmup_requests=0,
+        repeats=1,
+        seed=0,
+        timeout=5.0,
+        metrics_url=base_url + "/metrics",
+    )
+    values.update(overrides)
+    return values
+
+
+def load(server, streams_count, endpoint="completions", api_key=None, timeout=5.0, concurrency=1):
+    target = OpenAITarget(server.base_url, endpoint, api_key, timeout)
+    return run_load(target, [b"{}"] * streams_count, concurrency, [0.0] * streams_count)
+
+
+def test_times_each_token_chunk_as_vllm_bench_serve_does(clock):
+    streams = [Stream(chunks=[(0.050, 1), (0.060, 1), (0.080, 2), (0.090, 1)], prompt_tokens=11)]
+    with ScriptedServer(streams, clock) as server:
+        run = load(server, 1)
+
+    outcome = run.outcomes[0]
+    assert outcome.success
+    assert outcome.ttft == pytest.approx(0.050)
+    assert outcome.itl == pytest.approx([0.010, 0.020, 0.010])
+    assert outcome.latency == pytest.approx(0.090)
+    assert outcome.output_tokens == 5
+    assert outcome.prompt_tokens == 11
+    assert run.duration == pytest.approx(0.090)
+
+
+def test_later_requests_on_a_kept_alive_connection_are_timed_from_their_own_start(clock):
+    streams = [Stream(chunks=[(0.010, 1), (0.020, 1)]), Stream(chunks=[(0.030, 1), (0.045, 3)])]
+    with ScriptedServer(streams, clock) as server:
+        run = load(server, 2)
+
+    second = run.outcomes[1]
+    assert second.ttft == pytest.approx(0.030)
+    assert second.latency == pytest.approx(0.045)
+    assert second.output_tokens == 4
+    assert run.duration == pytest.approx(0.020 + 0.045)
+
+
+def test_chat_stream_and_spaced_usage_are_read(clock):
+    streams = [Stream(chunks=[(0.020, 1), (0.025, 2)], chat=True, usage_spacing=True, prompt_tokens=3)]
+    with ScriptedServer(streams, clock) as server:
+        run = load(server, 1, endpoint="chat", api_key="secret")
+
+    outcome = run.outcomes[0]
+    assert (outcome.success, outcome.output_tokens, outcome.prompt_tokens) == (True, 3, 3)
+    assert server.requests[0]["_path"] == "/v1/chat/completions"
+    assert server.requests[0]["_authorization"] == "Bearer secret"
+
+
+def test_without_usage_the_token_chunks_are_counted(clock):
+    with ScriptedServer([Stream(chunks=[(0.01, 3), (0.02, 3)], usage=False)], clock) as server:
+        outcome = load(server, 1).outcomes[0]
+
+    assert (outcome.success, outcome.output_tokens, outcome.prompt_tokens) == (True, 2, 0)
+
+
+@pytest.mark.parametrize(
+    "stream, kind, message",
+    [
+        (
+            Stream(status=500, error_body={"error": {"message": "engine dead", "type": "InternalServerError"}}),
+            "http_500",
+            "HTTP 500 Internal Server Error: engine dead",
+        ),
+        (
+            Stream(status=400, error_body={"error": {"message": "min_p is not supported", "code": 400}}),
+            "http_400",
+            "HTTP 400 Bad Request: min_p is not supported",
+        ),
+        (Stream(status=404, error_body={"detail": "Not Found"}), "http_404", "HTTP 404 Not Found: Not Found"),
+        (
+            Stream(chunks=[(0.01, 1)], error_event={"error": {"message": "Internal server error", "code": 500}}),
+            "stream_error",
+            "Internal server error",
+        ),
+        (Stream(chunks=[(0.01, 1), (0.02, 1)], done=False), "incomplete_stream", "the stream ended before"),
+        (Stream(chunks=[]), "no_tokens", "the stream carried no token chunk"),
+        (Stream(chunks=[(0.01, 1), (0.02, 1), (0.03, 1)], cut_after=2), "connection_closed", "IncompleteRead"),
+    ],
+)
+def test_a_failed_request_is_recorded_not_raised(clock, stream, kind, message):
+    with ScriptedServer([stream], clock) as server:
+        outcome = load(server, 1).outcomes[0]
+
+    assert not outcome.success
+    assert outcome.error_kind == kind
+    assert outcome.error_message.startswith(message)
+
+
+def test_connection_refused_is_recorded():
+    target = OpenAITarget(refused_url(), "completions", None, 5.0)
+    outcome = run_load(target, [b"{}"], 1, [0.0]).outcomes[0]
+
+    assert (outcome.success, outcome.error_kind) == (False, "connection_refused")
+    assert "Connection refused" in outcome.error_message
+
+
+def test_a_stalled_stream_times_out():
+    with ScriptedServer([Stream(stall=True)]) as server:
+        outcome = load(server, 1, timeout=0.3).outcomes[0]
+
+    assert (outcome.success, outcome.error_kind) == (False, "timeout")
+
+
+def test_after_a_failure_the_next_request_uses_a_new_connection(clock):
+    streams = [Stream(chunks=[(0.01, 1), (0.02, 1)], cut_after=1), Stream(chunks=[(0.01, 1), (0.02, 1)])]
+    with ScriptedServer(streams, clock) as server:
+        run = load(server, 2)
+
+    assert [outcome.success for outcome in run.outcomes] == [False, True]
+
+
+def test_a_kept_alive_connection_closed_by_the_server_is_retried_once(clock):
+    streams = [Stream(chunks=[(0.01, 1)]) for dummy in range(3)]
+    with ScriptedServer(streams, clock, close_after_each=True) as server:
+        run = load(server, 3)
+
+    assert [outcome.success for outcome in run.outcomes] == [True, True, True]
+    assert len(server.requests) == 3
+
+
+def test_concurrency_fills_and_caps_requests_in_flight():
+    streams = [Stream(chunks=[(0.0, 1)], hold_until=3) for dummy in range(3)]
+    streams += [Stream(chunks=[(0.0, 1), (0.0, 1)]) for dummy in range(9)]
+    with ScriptedServer(streams) as server:
+        run = load(server, 12, concurrency=3)
+
+    assert all(outcome.success for outcome in run.outcomes)
+    assert server.max_in_flight == 3
+
+
+def test_request_bodies_ask_for_usage_and_honour_the_options():
+    completion = json.loads(request_body("completions", "tiny", "Hi", 32, 0.0, True))
+    chat = json.loads(request_body("chat", "tiny", "Hi", 32, 0.7, False))
+
+    assert completion == {
+        "model": "tiny",
+        "prompt": "Hi",
+        "max_tokens": 32,
+        "temperature": 0.0,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+        "ignore_eos": True,
+    }
+    assert chat == {
+        "model": "tiny",
+        "messages": [{"role": "user", "content": "Hi"}],
+        "max_completion_tokens": 32,
+        "temperature": 0.7,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+
+
+def test_unlimited_rate_sends_everything_at_once():
+    assert arrival_offsets(4, None, 1.0, random.Random(0)) == [0.0, 0.0, 0.0, 0.0]
+
+
+def test_poisson_arrivals_are_seeded_and_end_at_count_over_rate():
+    first = arrival_offsets(50, 5.0, 1.0, random.Random(7))
+    again = arrival_offsets(50, 5.0, 1.0, random.Random(7))
+    other = arrival_offsets(50, 5.0, 1.0, random.Random(8))
+
+    assert first == again
+    assert first != other
+    assert first[-1] == pytest.approx(50 / 5.0)
+    assert first == sorted(first)
+    assert first[0] > 0
+
+
+def test_higher_burstiness_spreads_arrivals_more_evenly():
+    def gap_spread(burstiness):
+        offsets = arrival_offsets(2000, 10.0, burstiness, random.Random(3))
+        gaps = [later - earlier for earlier, later in zip(offsets, offsets[1:])]
+        mean = sum(gaps) / len(gaps)
+        return (sum((gap - mean) ** 2 for gap in gaps) / len(gaps)) ** 0.5 / mean
+
+    # The coefficient of variation of gamma gaps is 1 / sqrt(shape): 2, 1 and 0.5 here.
+    assert gap_spread(0.25) == pytest.approx(2.0, rel=0.15)
+    assert gap_spread(1.0) == pytest.approx(1.0, rel=0.1)
+    assert gap_spread(4.0) == pytest.approx(0.5, rel=0.1)
+
+
+def test_request_rate_paces_the_dispatch(clock):
+    offsets = arrival_offsets(3, 10.0, 1.0, random.Random(1))
+    streams = [Stream(chunks=[(0.0, 1)]) for dummy in range(3)]
+    # The server leaves the clock alone here, so only the dispatcher's sleeps move it.
+    with ScriptedServer(streams) as server:
+        target = OpenAITarget(server.base_url, "completions", None, 5.0)
+        run = run_load(target, [b"{}"] * 3, 1, offsets)
+
+    assert all(outcome.success for outcome in run.outcomes)
+    assert run.duration == pytest.approx(offsets[-1])
+
+
+def test_run_benchmark_measures_each_level_and_reads_spec_decode_counters(clock):
+    streams = [Stream(chunks=[(0.01, 2), (0.02, 2)]) for dummy in range(1 + 2 * 2)]
+    pages = [SPEC_DECODE_BEFORE, SPEC_DECODE_AFTER, SPEC_DECODE_AFTER, SPEC_DECODE_AFTER]
+    with ScriptedServer(streams, clock, metrics_pages=pages) as server:
+        results, warnings = run_benchmark(options(server.base_url, concurrency=[1, 2], warmup_requests=1))
+
+    assert warnings == []
+    assert [result["max_concurrency"] for result in results] == [1, 2]
+    assert [result["completed"] for result in results] == [2, 2]
+    assert results[0]["spec_decode_acceptance_rate"] == pytest.approx(90 / 200 * 100)
+    assert results[0]["spec_decode_acceptance_length"] == pytest.approx(1 + 90 / 40)
+    # Nothing was drafted during the second level, so it reports no acceptance.
+    assert "spec_decode_acceptance_rate" not in results[1]
+    prompts = [request["prompt"] for request in server.requests]
+    assert len(set(prompts)) == 5
+    assert all(request["model"] == "tiny" and request["max_tokens"] == 16 for request in server.requests)
+
+
+def test_run_benchmark_pools_repeats(clock):
+    streams = [Stream(chunks=[(0.01, 1), (0.02, 1)]) for dummy in range(2)]
+    streams += [Stream(chunks=[(0.01, 1), (0.04, 1)]) for dummy in range(2)]
+    with ScriptedServer(streams, clock) as server:
+        results, warnings = run_benchmark(options(server.base_url, repeats=2))
+
+    result = results[0]
+    assert result["completed"] == 4
+    assert result["duration"] == pytest.approx(0.04 + 0.08)
+    assert result["output_throughput_repeats"] == pytest.approx([4 / 0.04, 4 / 0.08])
+    assert result["output_throughput_mean"] == pytest.approx(75.0)
+    assert "Could not read" in warnings[0]
+
+
+def test_partial_failure_is_a_result_not_an_exception(clock):
+    streams = [
+        Stream(chunks=[(0.01, 1)]),
+        Stream(status=500, error_body={"error": {"message": "engine dead"}}),
+        Stream(status=500, error_body={"error": {"message": "still dead"}}),
+    ]
+    with ScriptedServer(streams, clock) as server:
+        results, dummy = run_benchmark(options(server.base_url, num_prompts=3))
+
+    assert (results[0]["completed"], results[0]["failed"]) == (1, 2)
+    assert results[0]["errors"] == {
+        "http_500": {"count": 2, "first_message": "HTTP 500 Internal Server Error: engine dead"}
+    }
+
+
+def test_every_warmup_request_failing_aborts_before_measuring():
+    with pytest.raises(BenchmarkAborted) as caught:
+        run_benchmark(options(refused_url(), warmup_requests=2))
+
+    assert "Every warm-up request failed" in str(caught.value)
+    assert caught.value.errors["connection_refused"]["count"] == 2
+
+
+def test_a_base_url_that_is_not_http_is_rejected():
+    with pytest.raises(ValueError, match="is not an http"):
+        OpenAITarget("ftp://127.0.0.1:21", "completions", None, 5.0)
