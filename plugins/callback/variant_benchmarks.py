@@ -26,7 +26,7 @@ description:
   - Storing never fails the play; a database or file that cannot be written is reported as a warning.
 version_added: 1.0.0
 author:
-  - llmops.vllm maintainers
+  - llmops.vllm maintainers (!UNKNOWN)
 requirements:
   - Enable the callback in C(callbacks_enabled).
   - The Python module C(matplotlib) on the controller, only to draw the chart of O(report).
@@ -152,13 +152,8 @@ class CallbackModule(CallbackBase):
         if task.resolved_action not in _BENCHMARK_ACTIONS and task.action not in _BENCHMARK_ACTIONS:
             return
         outcome = result._result
-        items = outcome.get('results')
-        # A looped task ends with the list of its items' results, each marked with its loop variable.
-        if isinstance(items, list) and items and all(isinstance(item, Mapping) and 'ansible_loop_var' in item
-                                                      for item in items):
-            outcomes = [(item, bool(item.get('failed'))) for item in items]
-        else:
-            outcomes = [(outcome, task_failed)]
+        items = _loop_items(outcome)
+        outcomes = [(item, bool(item.get('failed'))) for item in items] if items else [(outcome, task_failed)]
         recorded_at = datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%dT%H:%M:%SZ')
         records = []
         for module_result, failed in outcomes:
@@ -231,6 +226,14 @@ class CallbackModule(CallbackBase):
             self._display.warning(f'variant_benchmarks: could not write the report {path}: {error}')
             return
         self._display.display(f'Report: {outcome.path}' + (f' ({outcome.chart_note})' if outcome.chart_note else ''))
+
+
+def _loop_items(outcome):
+    """The items' results of a looped task, which ends with them all, each marked with its loop variable."""
+    items = outcome.get('results')
+    if not isinstance(items, list) or not items:
+        return []
+    return items if all(isinstance(item, Mapping) and 'ansible_loop_var' in item for item in items) else []
 
 
 def _json_file_name(record, sequence: int) -> str:

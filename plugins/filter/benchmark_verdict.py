@@ -9,7 +9,7 @@ name: benchmark_verdict
 short_description: Judge a benchmarked variant against the baseline
 version_added: 1.0.0
 author:
-  - llmops.vllm maintainers
+  - llmops.vllm maintainers (!UNKNOWN)
 description:
   - Compares the output throughput (tokens/s) of a variant with that of the baseline at every
     concurrency level both were measured at, and says whether the variant is faster, slower or

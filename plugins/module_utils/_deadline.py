@@ -1,5 +1,5 @@
 # This module_utils file is private to the llmops.vllm collection: its API may change without notice.
-# Copyright (c) llmops.vllm contributors
+# Copyright (c) 2026, llmops.vllm maintainers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Monotonic deadlines and capped backoff, shared by every wait of the collection."""
@@ -15,10 +15,10 @@ class StaleToken(ValueError):
     """A deadline token that cannot be trusted on this host any more."""
 
 
-def read_boot_id(path=BOOT_ID_PATH):
+def read_boot_id():
     """Identify the current boot, or return None where the kernel does not say."""
     try:
-        with open(path, encoding="ascii") as handle:
+        with open(BOOT_ID_PATH, encoding="ascii") as handle:
             return handle.read().strip() or None
     except OSError:
         return None

@@ -1,5 +1,5 @@
 # This module_utils file is private to the llmops.vllm collection: its API may change without notice.
-# Copyright (c) llmops.vllm contributors
+# Copyright (c) 2026, llmops.vllm maintainers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Probe a vLLM OpenAI-compatible server through its start-up stages, and wait until it serves."""
@@ -45,6 +45,10 @@ class Unreachable(Exception):
 
 class NotServable(Exception):
     """The server answered in a way that waiting longer will not change."""
+
+    def __init__(self, reason, seen):
+        super().__init__(reason)
+        self.seen = seen
 
 
 class Reply:
@@ -152,7 +156,7 @@ class EndpointProbe:
             seen.last_seen = "%s on /health" % exc.reason
             return seen
         if health.status == 503:
-            raise NotServable("%s/health answered 503: the engine is dead" % self.root)
+            raise NotServable("%s/health answered 503: the engine is dead" % self.root, seen)
         if health.status != 200:
             seen.last_seen = "/health answered HTTP %d" % health.status
             return seen
@@ -165,9 +169,10 @@ class EndpointProbe:
             return seen
         if listing.status in (401, 403):
             if self.has_api_key:
-                raise NotServable("%s rejected the API key (HTTP %d on /v1/models)" % (self.root, listing.status))
+                raise NotServable("%s rejected the API key (HTTP %d on /v1/models)"
+                                  % (self.root, listing.status), seen)
             raise NotServable("%s requires an API key (HTTP %d on /v1/models); set api_key"
-                              % (self.root, listing.status))
+                              % (self.root, listing.status), seen)
         ids = model_ids(listing.json()) if listing.status == 200 else None
         if ids is None:
             seen.last_seen = "/v1/models answered HTTP %d without a model list" % listing.status
@@ -177,7 +182,8 @@ class EndpointProbe:
             seen.last_seen = "/v1/models lists no model yet"
             return seen
         if model and model not in ids:
-            raise NotServable("%s is healthy but serves %s, not %r" % (self.root, ", ".join(repr(i) for i in ids), model))
+            raise NotServable("%s is healthy but serves %s, not %r"
+                              % (self.root, ", ".join(repr(i) for i in ids), model), seen)
         seen.reached.append("models")
 
         if smoke_test:
@@ -189,7 +195,7 @@ class EndpointProbe:
                 return seen
             if 400 <= reply.status < 500:
                 raise NotServable("%s refused a 1-token completion (HTTP %d): %s"
-                                  % (self.root, reply.status, reply.error_text()))
+                                  % (self.root, reply.status, reply.error_text()), seen)
             document = reply.json()
             if reply.status != 200 or not isinstance(document, dict) or not document.get("choices"):
                 seen.last_seen = "/v1/completions answered HTTP %d: %s" % (reply.status, reply.error_text())
@@ -280,11 +286,12 @@ class ReadinessWait:
                 seen = self.probe.observe(self.model, self.smoke_test,
                                           smoke_timeout=max(PROBE_TIMEOUT, min(SMOKE_TIMEOUT, self.deadline.remaining())))
             except NotServable as exc:
-                result = self._result(state, ready=False, failed=not check_only, last_seen=str(exc))
+                self._record(exc.seen)
+                result = self._result(state, ready=False, failed=not check_only, last_seen=str(exc),
+                                      models=exc.seen.models)
                 result["msg"] = "%s (after %.1f s)" % (exc, result["elapsed"])
                 return result
-            for stage in seen.reached:
-                self.stages.setdefault(stage, round(self.deadline.elapsed(), 3))
+            self._record(seen)
             if seen.ready:
                 result = self._result(state, ready=True, failed=False, last_seen=seen.last_seen, models=seen.models)
                 result["version"] = self.probe.version()
@@ -294,6 +301,10 @@ class ReadinessWait:
             if check_only or self.deadline.expired() or (self.chunk and self.chunk.expired()):
                 return self._not_ready(state, seen, timed_out=not check_only and self.deadline.expired())
             self.deadline.sleep(self.backoff.next())
+
+    def _record(self, seen):
+        for stage in seen.reached:
+            self.stages.setdefault(stage, round(self.deadline.elapsed(), 3))
 
     def _result(self, state, ready, failed, last_seen, models=None):
         result = {
@@ -315,13 +326,13 @@ class ReadinessWait:
         return self.unit.journal(JOURNAL_SCAN_LINES, since_monotonic=state.started_monotonic)
 
     def _unit_failure(self, state, problem, check_only):
+        result = self._result(state, ready=False, failed=not check_only, last_seen="unit %s" % problem)
         lines = self._journal(state)
         fatal = find_fatal_line(lines)
         if fatal is None and not check_only:
             time.sleep(JOURNAL_SETTLE)
             lines = self._journal(state)
             fatal = find_fatal_line(lines)
-        result = self._result(state, ready=False, failed=not check_only, last_seen="unit %s" % problem)
         result["journal"] = lines[-JOURNAL_RETURN_LINES:]
         result["fatal_line"] = fatal
         cause = fatal or (lines[-1] if lines else "the journal has no lines for this run")

@@ -1,5 +1,5 @@
 # This module_utils file is private to the llmops.vllm collection: its API may change without notice.
-# Copyright (c) llmops.vllm contributors
+# Copyright (c) 2026, llmops.vllm maintainers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 """GPU memory and the processes holding it, read through NVML or nvidia-smi, and the wait for it to free."""
@@ -49,11 +49,12 @@ def _csv_rows(output, fixed_head, fixed_tail):
         # Some nvidia-smi versions print this sentence instead of an empty process list.
         if not line or line.lower().startswith("no running processes"):
             continue
-        fields = [field.strip() for field in line.split(",")]
+        fields = line.split(",")
         if len(fields) < fixed_head + fixed_tail + 1:
             raise GpuQueryError("unexpected nvidia-smi output line: %r" % line)
-        middle = ",".join(fields[fixed_head:len(fields) - fixed_tail]).strip()
-        rows.append(fields[:fixed_head] + [middle] + fields[len(fields) - fixed_tail:])
+        tail = len(fields) - fixed_tail
+        middle = ",".join(fields[fixed_head:tail])
+        rows.append([field.strip() for field in fields[:fixed_head] + [middle] + fields[tail:]])
     return rows
 
 
@@ -152,15 +153,15 @@ class NvmlReader:
         self._nvml.nvmlShutdown()
 
 
-def open_reader(run_command, nvidia_smi, nvml=pynvml):
+def open_reader(run_command, nvidia_smi):
     """Prefer NVML (no process to spawn per poll); fall back to nvidia-smi."""
     reasons = []
-    if nvml is None:
+    if pynvml is None:
         reasons.append("the pynvml module (nvidia-ml-py) is not installed")
     else:
         try:
-            return NvmlReader(nvml)
-        except nvml.NVMLError as exc:
+            return NvmlReader(pynvml)
+        except pynvml.NVMLError as exc:
             reasons.append("NVML did not initialise: %s" % exc)
     if nvidia_smi:
         return NvidiaSmiReader(run_command, nvidia_smi)
@@ -252,4 +253,3 @@ def describe_holders(processes):
 
 def _index_list(indices):
     return ",".join(str(index) for index in indices)
-

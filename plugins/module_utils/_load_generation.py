@@ -249,7 +249,12 @@ class _StreamingSession:
     def _read_stream(self, response, sock, started, outcome):
         """Consume the SSE stream, timing token chunks as they arrive and decoding only usage/errors."""
         deadline = started + self._target.timeout
-        read1 = response.read1
+        if response.chunked:
+            body = _ChunkedBody()
+            read_raw = response.fp.read1
+        else:
+            body = None
+            read_raw = response.read1
         perf_counter = time.perf_counter
         itl = outcome.itl
         nonempty_choices = _NONEMPTY_CHOICES.search
@@ -260,17 +265,21 @@ class _StreamingSession:
         done = False
         pending = b""
         arrived = started
-        while True:
+        while body is None or not body.finished:
             # Measured from the last arrival rather than re-reading the clock: one clock read per
             # network read keeps the per-token cost down.
             remaining = deadline - arrived
             if remaining <= 0:
                 raise socket.timeout("no complete response within %s s" % self._target.timeout)
             sock.settimeout(remaining)
-            data = read1(_READ_SIZE)
+            data = read_raw(_READ_SIZE)
             if not data:
+                if body is not None:
+                    raise http.client.IncompleteRead(pending, None)
                 break
             arrived = perf_counter()
+            if body is not None:
+                data = body.feed(data)
             if pending:
                 data = pending + data
             lines = data.split(b"\n")
@@ -296,6 +305,8 @@ class _StreamingSession:
                         itl.append(arrived - last_token_at)
                     last_token_at = arrived
                     token_chunks += 1
+        # The body was read past http.client; closing the response lets the connection serve the next one.
+        response.close()
         if not done:
             return outcome.fail("incomplete_stream", "the stream ended before 'data: [DONE]'")
         if last_token_at is None:
@@ -306,6 +317,62 @@ class _StreamingSession:
         outcome.output_tokens = (usage or {}).get("completion_tokens") or token_chunks
         outcome.prompt_tokens = (usage or {}).get("prompt_tokens") or 0
         return outcome
+
+
+class _ChunkedBody:
+    """Undoes HTTP/1.1 chunked framing a whole network read at a time.
+
+    Servers send each SSE event as its own chunk, and http.client returns one chunk per call with
+    several Python calls each, which would dominate the client's cost per token.
+    """
+
+    __slots__ = ("_framing", "_left", "_after_payload", "finished")
+
+    def __init__(self):
+        self._framing = b""
+        self._left = 0
+        self._after_payload = False
+        self.finished = False
+
+    def feed(self, data):
+        """The payload bytes in ``data``; framing cut off at the end of it is kept for the next call."""
+        if self._framing:
+            data = self._framing + data
+        payload = []
+        position = 0
+        end = len(data)
+        while position < end and not self.finished:
+            if self._left:
+                stop = min(end, position + self._left)
+                payload.append(data[position:stop])
+                self._left -= stop - position
+                self._after_payload = not self._left
+                position = stop
+                continue
+            start = position
+            if self._after_payload:
+                position += 2
+            line_end = data.find(b"\r\n", position)
+            if line_end < 0:
+                position = start
+                break
+            size = int(data[position:line_end].split(b";", 1)[0], 16)
+            if size < 0:
+                raise ValueError("negative chunk size")
+            if size == 0:
+                # The last chunk: the body ends with the blank line after its optional trailers.
+                body_end = data.find(b"\r\n\r\n", line_end)
+                if body_end < 0:
+                    position = start
+                    break
+                self.finished = True
+                position = body_end + 4
+            else:
+                self._left = size
+                position = line_end + 2
+            self._after_payload = False
+        self._framing = data[position:]
+        return b"".join(payload)
 
 
 def run_load(target, bodies, concurrency, offsets):
@@ -349,13 +416,13 @@ def fetch_text(url, timeout):
     return body.decode("utf-8", "replace")
 
 
-def _scrape_spec_decode(metrics_url, timeout, warnings):
+def _scrape_spec_decode(metrics_url, timeout, level, warnings):
     try:
         return spec_decode_totals(parse_samples(fetch_text(metrics_url, timeout)))
     except (OSError, http.client.HTTPException, ValueError) as exc:
         warnings.append(
-            "Could not read %s (%s: %s); spec-decode acceptance is not reported for this level."
-            % (metrics_url, type(exc).__name__, exc)
+            "Could not read %s (%s: %s); spec-decode acceptance is not reported for concurrency %d."
+            % (metrics_url, type(exc).__name__, exc, level)
         )
         return None
 
@@ -399,14 +466,14 @@ def run_benchmark(options):
     results = []
     warnings = []
     for level in levels:
-        before = _scrape_spec_decode(options["metrics_url"], options["timeout"], warnings)
+        before = _scrape_spec_decode(options["metrics_url"], options["timeout"], level, warnings)
         runs = [
             run_load(target, [next(pending_bodies) for dummy in range(num_prompts)], level, offsets)
             for dummy in range(options["repeats"])
         ]
         result = summarize_level(level, runs)
         if before is not None:
-            after = _scrape_spec_decode(options["metrics_url"], options["timeout"], warnings)
+            after = _scrape_spec_decode(options["metrics_url"], options["timeout"], level, warnings)
             result.update(spec_decode_delta(before, after))
         results.append(result)
     return results, warnings

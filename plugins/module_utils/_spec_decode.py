@@ -80,6 +80,7 @@ def check_speculative_config(config, target_tensor_parallel_size, version, allow
     """Return the problems vLLM would refuse a speculative config for, as (key, rule) pairs.
 
     key is "" for the config as a whole. version is the declared vLLM release as a tuple.
+    target_tensor_parallel_size may be None when unknown, which skips the draft-size comparison.
     """
     if not isinstance(config, Mapping):
         return [("", "must be a mapping of SpeculativeConfig fields, got %s" % type(config).__name__)]
@@ -134,7 +135,10 @@ def check_speculative_config(config, target_tensor_parallel_size, version, allow
                          % (lookup["prompt_lookup_min"], lookup["prompt_lookup_max"])))
 
     draft_tp = config.get("draft_tensor_parallel_size")
-    if draft_tp is not None and (not _positive_int(draft_tp) or draft_tp not in (1, target_tensor_parallel_size)):
+    if draft_tp is not None and not _positive_int(draft_tp):
+        problems.append(("draft_tensor_parallel_size", "must be an integer >= 1, got %r" % (draft_tp,)))
+    elif draft_tp is not None and target_tensor_parallel_size is not None and draft_tp not in (
+            1, target_tensor_parallel_size):
         problems.append(("draft_tensor_parallel_size", "must be 1 or the target tensor_parallel_size (%s), got %r"
                          % (target_tensor_parallel_size, draft_tp)))
     return problems

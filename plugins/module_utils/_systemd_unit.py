@@ -1,5 +1,5 @@
 # This module_utils file is private to the llmops.vllm collection: its API may change without notice.
-# Copyright (c) llmops.vllm contributors
+# Copyright (c) 2026, llmops.vllm maintainers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 """What systemd knows about a unit: its state, its journal, and which unit a process belongs to."""

@@ -52,7 +52,7 @@ class VariantError(ValueError):
 
     def __init__(self, problems):
         self.problems = list(problems)
-        super().__init__("invalid vLLM variant settings:\n" + "\n".join("- " + p for p in self.problems))
+        super().__init__("invalid vLLM service settings:\n" + "\n".join("- " + p for p in self.problems))
 
 
 def _is_int(value):
@@ -133,9 +133,32 @@ def _check_environment(problems, where, environment):
             problems.append("%s: not a valid environment variable name (letters, digits, _; no leading digit)"
                             % here)
         elif isinstance(value, bool) or not (value is None or _is_int(value) or isinstance(value, (str, float))):
-            problems.append("%s: must be a string or a number (quote booleans: '1', 'true'), got %r" % (here, value))
+            # The value is left out of the message: the same check guards secrets.
+            problems.append("%s: must be a string or a number (quote booleans: '1', 'true'), got %s"
+                            % (here, type(value).__name__))
         elif isinstance(value, str) and "\x00" in value:
             problems.append("%s: contains a NUL character, which no environment variable can hold" % here)
+
+
+def _check_tensor_parallel_size(problems, where, serve_args, gpu_count):
+    tensor_parallel_size = serve_args.get("tensor_parallel_size")
+    if tensor_parallel_size is None:
+        return
+    if not _is_int(tensor_parallel_size) or tensor_parallel_size < 1:
+        problems.append("%s.tensor_parallel_size: must be an integer >= 1, got %r" % (where, tensor_parallel_size))
+    elif _is_int(gpu_count) and gpu_count >= 1 and gpu_count % tensor_parallel_size:
+        problems.append("%s.tensor_parallel_size: %d does not divide vllm_gpu_count (%d)"
+                        % (where, tensor_parallel_size, gpu_count))
+
+
+def environment_strings(environment, where):
+    """Return a copy of environment with every value as text, or raise VariantError naming where."""
+    problems = []
+    environment = _check_mapping(problems, where, environment)
+    _check_environment(problems, where, environment)
+    if problems:
+        raise VariantError(problems)
+    return dict((key, _text(value)) for key, value in environment.items() if value is not None)
 
 
 def _flag_words(key, value):
@@ -156,7 +179,7 @@ class _Settings:
     """The role variables every variant shares, checked once."""
 
     def __init__(self, problems, model, serve_args, environment, baseline, host, port, gpu_count, venv, version,
-                 config_dir):
+                 config_dir, state_dir):
         model = _check_mapping(problems, "vllm_model", model)
         for key in sorted(set(model) - set(MODEL_KEYS), key=str):
             problems.append("vllm_model.%s: unknown key (known: %s)" % (key, ", ".join(MODEL_KEYS)))
@@ -174,26 +197,28 @@ class _Settings:
         self.serve_args = _check_mapping(problems, "vllm_serve_args", serve_args)
         reserved = dict(_RESERVED_FLAGS, port="vllm_port")
         _check_serve_args(problems, "vllm_serve_args", self.serve_args, reserved)
+        self.gpu_count = gpu_count
+        if not _is_int(gpu_count) or gpu_count < 1:
+            problems.append("vllm_gpu_count: must be an integer >= 1, got %r" % (gpu_count,))
+        _check_tensor_parallel_size(problems, "vllm_serve_args", self.serve_args, gpu_count)
         self.environment = _check_mapping(problems, "vllm_environment", environment)
         _check_environment(problems, "vllm_environment", self.environment)
 
         self.baseline = baseline
-        _check_name(problems, "vllm_baseline_variant", baseline, VARIANT_NAME)
+        self.baseline_valid = _check_name(problems, "vllm_baseline_variant", baseline, VARIANT_NAME)
         self.host = host
         if not isinstance(host, str) or not host or re.search(r"[\s\x00]", host):
             problems.append("vllm_host: must be an address or host name without whitespace, got %r" % (host,))
         self.port = port
         if not _is_int(port) or not 1 <= port <= 65535:
             problems.append("vllm_port: must be an integer from 1 to 65535, got %r" % (port,))
-        self.gpu_count = gpu_count
-        if not _is_int(gpu_count) or gpu_count < 1:
-            problems.append("vllm_gpu_count: must be an integer >= 1, got %r" % (gpu_count,))
-        for variable, path in (("vllm_venv", venv), ("config_dir", config_dir)):
+        paths = (("vllm_venv", venv), ("vllm_config_dir", config_dir), ("vllm_state_dir", state_dir))
+        for variable, path in paths:
             if not isinstance(path, str) or not PLAIN_PATH.match(path):
                 problems.append("%s: must be an absolute path of letters, digits and ._/@+- only, got %r"
                                 % (variable, path))
-        self.venv = venv.rstrip("/") if isinstance(venv, str) else venv
-        self.config_dir = config_dir.rstrip("/") if isinstance(config_dir, str) else config_dir
+        self.venv, self.config_dir, self.state_dir = (
+            path.rstrip("/") or "/" if isinstance(path, str) else path for _variable, path in paths)
         self.version = None
         if version is None:
             problems.append("vllm_version: required, the vLLM release the rules are checked against")
@@ -238,21 +263,19 @@ def _resolve_one(problems, settings, name, overrides):
     if "port" in variant_args and (not _is_int(port) or not 1 <= port <= 65535):
         problems.append("%s.serve_args.port: must be an integer from 1 to 65535, got %r" % (where, port))
 
-    tp_origin = (where + ".serve_args" if "tensor_parallel_size" in variant_args else "vllm_serve_args")
-    tp_origin += ".tensor_parallel_size"
+    _check_tensor_parallel_size(problems, where + ".serve_args", variant_args, settings.gpu_count)
     tensor_parallel_size = serve_args.get("tensor_parallel_size")
     if tensor_parallel_size is None:
         tensor_parallel_size = 1
-    if not _is_int(tensor_parallel_size) or tensor_parallel_size < 1:
-        problems.append("%s: must be an integer >= 1, got %r (variant %s)" % (tp_origin, tensor_parallel_size, name))
-    elif _is_int(settings.gpu_count) and settings.gpu_count % tensor_parallel_size:
-        problems.append("%s: %d does not divide vllm_gpu_count (%s) (variant %s)"
-                        % (tp_origin, tensor_parallel_size, settings.gpu_count, name))
+    # A bad target size is reported where it is set; comparing the draft's size to it would only add noise.
+    target_size_known = _is_int(tensor_parallel_size) and tensor_parallel_size >= 1 and not (
+        _is_int(settings.gpu_count) and settings.gpu_count >= 1 and settings.gpu_count % tensor_parallel_size)
 
     speculative_config = overrides.get("speculative_config")
     if speculative_config is not None and settings.version is not None:
-        for key, rule in check_speculative_config(speculative_config, tensor_parallel_size, settings.version,
-                                                  allow_unknown_keys is True):
+        for key, rule in check_speculative_config(speculative_config,
+                                                  tensor_parallel_size if target_size_known else None,
+                                                  settings.version, allow_unknown_keys is True):
             problems.append("%s.speculative_config%s: %s" % (where, "." + str(key) if key else "", rule))
         try:
             _json(speculative_config)
@@ -282,12 +305,13 @@ def _resolve_one(problems, settings, name, overrides):
         "unit_description": unit_setting_text(unit_description),
         "env_file": "%s/%s-%s.env" % (settings.config_dir, settings.model_name, name),
         "secrets_env_file": "%s/%s.secrets.env" % (settings.config_dir, settings.model_name),
+        "state_dir": settings.state_dir,
         "host": _text(settings.host),
         "port": port,
         "tensor_parallel_size": tensor_parallel_size,
         "serve_args": serve_args,
         "speculative_config": speculative_config,
-        "environment": dict((key, _text(value)) for key, value in sorted(environment.items()) if value is not None),
+        "environment": dict((key, _text(value)) for key, value in environment.items() if value is not None),
         "argv": argv,
         "exec_start": format_exec_command(argv),
     }
@@ -325,11 +349,11 @@ def _link(settings, specs):
 
 def resolve_variants(variants, model, serve_args=None, environment=None, baseline="baseline", host="127.0.0.1",
                      port=8000, gpu_count=1, venv="/opt/vllm/venv", version=None, config_dir="/etc/vllm",
-                     secret_environment_names=()):
+                     state_dir="/var/lib/vllm", secret_environment_names=()):
     """Return variant name -> resolved spec for every variant and the baseline, or raise VariantError."""
     problems = []
     settings = _Settings(problems, model, serve_args, environment, baseline, host, port, gpu_count, venv, version,
-                         config_dir)
+                         config_dir, state_dir)
     # Only the names: the values stay out of the controller's hands until the secrets file is written.
     for name in secret_environment_names or ():
         if not isinstance(name, str) or not ENVIRONMENT_NAME.match(name):
@@ -337,7 +361,7 @@ def resolve_variants(variants, model, serve_args=None, environment=None, baselin
                             "_; no leading digit)" % (name,))
     variants = _check_mapping(problems, "vllm_variants", variants)
     names = set(variants)
-    if isinstance(baseline, str):
+    if settings.baseline_valid:
         names.add(baseline)
     specs = {}
     for name in sorted(names, key=str):
@@ -356,8 +380,23 @@ def resolve_variants(variants, model, serve_args=None, environment=None, baselin
     return specs
 
 
-def select_variant(specs, name, variable="vllm_variant"):
-    """Return the spec of one variant, or raise VariantError naming the variable and the known variants."""
-    if name not in specs:
-        raise VariantError(["%s: unknown variant %r; known variants: %s" % (variable, name, ", ".join(sorted(specs)))])
+def resolve_variant(variants, name, model, **settings):
+    """Return the spec of the variant called name (the play's vllm_variant), checking every variant.
+
+    An unknown name is reported with the known ones, together with any other problem.
+    """
+    known = set(variants) if isinstance(variants, Mapping) else set()
+    baseline = settings.get("baseline", "baseline")
+    if isinstance(baseline, str):
+        known.add(baseline)
+    unknown = []
+    if name not in known:
+        unknown.append("vllm_variant: unknown variant %r; known variants: %s"
+                       % (name, ", ".join(sorted(known, key=str)) or "none"))
+    try:
+        specs = resolve_variants(variants, model, **settings)
+    except VariantError as exc:
+        raise VariantError(unknown + exc.problems) from None
+    if unknown:
+        raise VariantError(unknown)
     return specs[name]

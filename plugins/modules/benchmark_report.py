@@ -11,7 +11,7 @@ module: benchmark_report
 short_description: Write the Markdown report of stored vLLM benchmark results
 version_added: 1.0.0
 author:
-  - llmops.vllm maintainers
+  - llmops.vllm maintainers (!UNKNOWN)
 description:
   - Reads the benchmark results that the P(llmops.vllm.variant_benchmarks#callback) callback stored
     and writes a Markdown report of them on the controller. Per host and model it has a table of the

@@ -1,5 +1,5 @@
 #!/usr/bin/python
-# Copyright (c) llmops.vllm contributors
+# Copyright (c) 2026, llmops.vllm maintainers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 
@@ -20,7 +20,7 @@ description:
   - Each process still holding memory is reported with the systemd unit it runs in, read from
     C(/proc/<pid>/cgroup), so a timeout names what to stop.
 author:
-  - llmops.vllm contributors
+  - llmops.vllm maintainers (!UNKNOWN)
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
 attributes:

@@ -1,5 +1,5 @@
 #!/usr/bin/python
-# Copyright (c) llmops.vllm contributors
+# Copyright (c) 2026, llmops.vllm maintainers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 
@@ -19,16 +19,17 @@ description:
     with the unit's last journal lines and the first line that names a known fatal error
     (CUDA or CPU out of memory, a pydantic C(ValidationError), C(Engine core initialization failed),
     a Python exception).
-  - Answers that waiting cannot change fail at once with their own message rather than a timeout:
-    C(/health) answering 503 (the engine died), C(/v1/models) answering 401 or 403 (wrong or missing
-    API key), C(/v1/models) listing other models than O(model), or a completion refused with a 4xx.
+  - Answers that waiting cannot change fail at once with their own message rather than a timeout.
+    These are C(/health) answering 503 (the engine died), C(/v1/models) answering 401 or 403 (wrong
+    or missing API key), C(/v1/models) listing other models than O(model), and a completion refused
+    with a 4xx status.
   - For long loads, O(progress_interval) makes the module return early, not ready, with a progress
     message and a RV(resume) token; a task loop passes the token back so the next call continues the
     same wait. See the examples.
   - Uses the Python standard library only, and connects directly, ignoring proxy variables of the
     environment.
 author:
-  - llmops.vllm contributors
+  - llmops.vllm maintainers (!UNKNOWN)
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
 attributes:

@@ -17,6 +17,9 @@ import typing as t
 from collections.abc import Iterable, Mapping
 
 from ansible_collections.llmops.vllm.plugins.plugin_utils._comparison import (
+    FASTER,
+    SLOWER,
+    WITHIN_NOISE,
     ComparisonError,
     ComparisonRow,
     comparison_rows,
@@ -25,7 +28,7 @@ from ansible_collections.llmops.vllm.plugins.plugin_utils._comparison import (
 
 CHART_UNAVAILABLE = 'Chart not drawn: matplotlib is not importable on the controller.'
 
-_VERDICT_WORDS = {'faster': 'faster', 'slower': 'slower', 'within_noise': 'within noise'}
+_VERDICT_WORDS = {FASTER: 'faster', SLOWER: 'slower', WITHIN_NOISE: 'within noise'}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -133,6 +136,7 @@ def chart_png(records: list[t.Any], title: str) -> bytes | None:
         times, values = zip(*points)
         axes.plot(times, values, marker='o', label=label)
     axes.set_title(title)
+    axes.set_xlabel('recorded (UTC)')
     axes.set_ylabel('output tokens/s')
     axes.set_ylim(bottom=0)
     axes.grid(True, alpha=0.3)
@@ -309,9 +313,9 @@ def _number_text(value: t.Any, decimals: int) -> str:
     return f'{float(value):.{decimals}f}'
 
 
-def _percent_text(fraction: t.Any) -> str:
-    # vLLM reports the acceptance rate as a fraction of drafted tokens.
-    return '–' if fraction is None else f'{float(fraction) * 100:.1f}%'
+def _percent_text(percent: t.Any) -> str:
+    # vllm bench serve reports the acceptance rate already in percent of drafted tokens.
+    return '–' if percent is None else f'{float(percent):.1f}%'
 
 
 def _delta_text(delta_pct: float | None) -> str:

@@ -55,13 +55,15 @@ class Stream:
     ``chunks`` lists (seconds after the request arrived, tokens in the chunk). ``status`` other
     than 200 sends ``error_body`` instead of a stream. ``cut_after`` drops the connection after that
     many chunks; ``error_event`` is sent after the chunks; ``usage`` and ``done`` can be left out.
-    ``stall`` sends headers and then nothing; ``hold_until`` waits until that many requests are in
-    flight before answering.
+    ``stall`` sends headers and then nothing; ``hold_until`` waits until that many requests have been in
+    flight at once before answering. ``framing`` other than "per_event" sends the whole body at once,
+    either unchunked and closing the connection ("close_delimited") or re-cut into chunks of that many
+    bytes, with chunk extensions and a trailer (an int).
     """
 
     def __init__(self, chunks=(), prompt_tokens=7, status=200, error_body=None, cut_after=None,
                  error_event=None, usage=True, done=True, stall=False, chat=False, usage_spacing=False,
-                 hold_until=None):
+                 hold_until=None, framing="per_event"):
         self.chunks = list(chunks)
         self.prompt_tokens = prompt_tokens
         self.status = status
@@ -74,6 +76,7 @@ class Stream:
         self.chat = chat
         self.usage_spacing = usage_spacing
         self.hold_until = hold_until
+        self.framing = framing
 
 
 def token_event(index, tokens, chat):
@@ -142,7 +145,7 @@ class ScriptedServer:
 
     def _hold_until(self, count):
         with self._lock:
-            if not self._lock.wait_for(lambda: self.in_flight >= count, HANDSHAKE_TIMEOUT):
+            if not self._lock.wait_for(lambda: self.max_in_flight >= count, HANDSHAKE_TIMEOUT):
                 raise AssertionError("never had %d requests in flight" % count)
 
     def _finished(self):
@@ -154,6 +157,8 @@ class ScriptedServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            # Like uvicorn: each chunk leaves at once instead of waiting for the last one's ACK.
+            disable_nagle_algorithm = True
 
             def log_message(self, *args):
                 pass
@@ -194,6 +199,9 @@ class ScriptedServer:
                     self.end_headers()
                     self.wfile.write(data)
                     return
+                if stream.framing != "per_event":
+                    self._answer_at_once(stream)
+                    return
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
                 self.send_header("Transfer-Encoding", "chunked")
@@ -216,6 +224,13 @@ class ScriptedServer:
                     produced += tokens
                     if clock:
                         clock.wait_for_read_after(mark)
+                tail = self._tail(stream, produced)
+                if tail:
+                    self._chunk(tail)
+                self.wfile.write(b"0\r\n\r\n")
+
+            @staticmethod
+            def _tail(stream, produced):
                 tail = b""
                 if stream.error_event is not None:
                     tail += b"data: " + json.dumps(stream.error_event).encode() + b"\n\n"
@@ -223,9 +238,32 @@ class ScriptedServer:
                     tail += usage_event(stream.prompt_tokens, produced, stream.usage_spacing)
                 if stream.done:
                     tail += b"data: [DONE]\n\n"
-                if tail:
-                    self._chunk(tail)
-                self.wfile.write(b"0\r\n\r\n")
+                return tail
+
+            def _answer_at_once(self, stream):
+                events = b""
+                produced = 0
+                for dummy, tokens in stream.chunks:
+                    events += token_event(produced, tokens, stream.chat)
+                    produced += tokens
+                events += self._tail(stream, produced)
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                if stream.framing == "close_delimited":
+                    self.send_header("Connection", "close")
+                    self.end_headers()
+                    self.wfile.write(events)
+                    self.close_connection = True
+                    return
+                self.send_header("Transfer-Encoding", "chunked")
+                self.send_header("Trailer", "X-Checksum")
+                self.end_headers()
+                size = stream.framing
+                body = b"".join(
+                    b"%x;piece=%d\r\n%s\r\n" % (len(events[start:start + size]), start, events[start:start + size])
+                    for start in range(0, len(events), size)
+                )
+                self.wfile.write(body + b"0\r\nX-Checksum: 1\r\n\r\n")
 
             def _chunk(self, data):
                 self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))

@@ -13,6 +13,7 @@ import pytest
 from ansible_collections.llmops.vllm.plugins.module_utils import _load_generation
 from ansible_collections.llmops.vllm.plugins.module_utils._load_generation import (
     BenchmarkAborted,
+    _ChunkedBody,
     OpenAITarget,
     arrival_offsets,
     request_body,
@@ -43,8 +44,8 @@ vllm:spec_decode_num_accepted_tokens_total{engine="0",model_name="tiny"} 290.0
 def clock(monkeypatch):
     """Virtual time for the load generator; its sleeps advance the clock instead of waiting."""
     virtual = VirtualClock()
-    monkeypatch.setattr(_load_generation, "time", types.SimpleNamespace(perf_counter=virtual.perf_counter,
-                                                                         sleep=virtual.sleep))
+    fake_time = types.SimpleNamespace(perf_counter=virtual.perf_counter, sleep=virtual.sleep)
+    monkeypatch.setattr(_load_generation, "time", fake_time)
     return virtual
 
 
@@ -120,6 +121,33 @@ def test_without_usage_the_token_chunks_are_counted(clock):
         outcome = load(server, 1).outcomes[0]
 
     assert (outcome.success, outcome.output_tokens, outcome.prompt_tokens) == (True, 2, 0)
+
+
+@pytest.mark.parametrize("framing", ["close_delimited", 7, 1000])
+def test_any_framing_of_the_body_is_read(framing):
+    streams = [Stream(chunks=[(0.0, 1), (0.0, 2), (0.0, 1)], framing=framing) for dummy in range(2)]
+    with ScriptedServer(streams) as server:
+        run = load(server, 2)
+
+    assert [(outcome.success, outcome.output_tokens) for outcome in run.outcomes] == [(True, 4), (True, 4)]
+    assert [len(outcome.itl) for outcome in run.outcomes] == [2, 2]
+
+
+def test_chunked_framing_cut_at_any_byte_gives_the_same_payload():
+    body = b"5;ext=1\r\nhello\r\n1\r\n \r\nb\r\ndata: [x]\n\n\r\n0\r\nTrailer: y\r\n\r\n"
+    for cut in range(len(body) + 1):
+        decoder = _ChunkedBody()
+        payload = decoder.feed(body[:cut]) + decoder.feed(body[cut:])
+        assert (payload, decoder.finished) == (b"hello data: [x]\n\n", True), cut
+
+    decoder = _ChunkedBody()
+    assert b"".join(decoder.feed(body[index:index + 1]) for index in range(len(body))) == b"hello data: [x]\n\n"
+    assert decoder.finished
+
+
+def test_bad_chunk_framing_is_a_protocol_error():
+    with pytest.raises(ValueError):
+        _ChunkedBody().feed(b"zz\r\nhello\r\n")
 
 
 @pytest.mark.parametrize(

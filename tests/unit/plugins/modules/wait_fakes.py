@@ -1,4 +1,4 @@
-# Copyright (c) llmops.vllm contributors
+# Copyright (c) 2026, llmops.vllm maintainers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Boundaries the wait modules talk to, faked for their tests.

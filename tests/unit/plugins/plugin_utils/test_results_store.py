@@ -52,7 +52,7 @@ def test_new_database_has_current_schema_in_wal_mode(tmp_path):
 
 def test_records_round_trip_with_key_columns(tmp_path):
     path = str(tmp_path / 'results.sqlite3')
-    record = make_record('ngram', 80.0, median_tpot_ms=12.5, spec_decode_acceptance_rate=0.656, failed=2)
+    record = make_record('ngram', 80.0, median_tpot_ms=12.5, spec_decode_acceptance_rate=65.6, failed=2)
     with ResultsStore(path) as store:
         row_ids = store.add([record])
     with ResultsStore(path) as store:
@@ -70,7 +70,7 @@ def test_records_round_trip_with_key_columns(tmp_path):
             ' median_tpot_ms, spec_decode_acceptance_rate, failed_requests FROM results').fetchone()
     finally:
         connection.close()
-    assert row == ('abc', '0.33.0', '{"method": "ngram", "num_speculative_tokens": 5}', 4, 80.0, 12.5, 0.656, 2)
+    assert row == ('abc', '0.33.0', '{"method": "ngram", "num_speculative_tokens": 5}', 4, 80.0, 12.5, 65.6, 2)
 
 
 def test_reopening_a_database_keeps_its_rows(tmp_path):

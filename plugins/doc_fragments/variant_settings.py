@@ -1,0 +1,82 @@
+# Copyright (c) llmops.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import annotations
+
+
+class ModuleDocFragment:
+    """The settings every variant shares, as the variant filters take them."""
+
+    DOCUMENTATION = r"""
+options:
+  model:
+    description:
+      - The served model, normally the role variable C(vllm_model).
+      - V(name) is the slug used in unit and file names (V([a-z0-9][a-z0-9._-]*), at most 64 characters),
+        V(path) the model directory or hub id on the node, V(served_name) the name clients send
+        (defaults to V(name)).
+    type: dict
+    required: true
+  serve_args:
+    description:
+      - Baseline vLLM flags in snake_case, normally C(vllm_serve_args).
+      - V(true) renders C(--flag), V(false) and V(null) leave the flag out, a mapping renders as compact JSON with
+        sorted keys, a list renders its items after one flag, an empty list leaves the flag out.
+      - C(model), C(served_model_name), C(host), C(port), C(speculative_config), C(spec_method), C(spec_model)
+        and C(spec_tokens) are refused here; they come from their own variables.
+    type: dict
+    default: {}
+  environment:
+    description:
+      - Non-secret environment of every variant, normally C(vllm_environment). A variant's C(environment) is merged
+        over it; a V(null) value there removes the variable.
+    type: dict
+    default: {}
+  baseline:
+    description:
+      - Name of the known-good variant, normally C(vllm_baseline_variant). It need not appear in the input, which
+        then means a baseline without overrides.
+    type: str
+    default: baseline
+  host:
+    description: Bind address of the server, normally C(vllm_host).
+    type: str
+    default: 127.0.0.1
+  port:
+    description:
+      - Port shared by the variants, normally C(vllm_port). A variant may move to its own port with
+        C(serve_args.port); such ports must be unique among the variants.
+    type: int
+    default: 8000
+  gpu_count:
+    description: GPUs declared for the host, normally C(vllm_gpu_count). Every C(tensor_parallel_size) must divide it.
+    type: int
+    default: 1
+  venv:
+    description: Virtual environment that holds vLLM, normally C(vllm_venv).
+    type: path
+    default: /opt/vllm/venv
+  version:
+    description:
+      - The vLLM release the node runs, normally C(vllm_version). Speculative-decoding methods are checked against
+        it.
+    type: str
+    required: true
+  config_dir:
+    description: Directory of the environment files, normally C(vllm_config_dir).
+    type: path
+    default: /etc/vllm
+  state_dir:
+    description:
+      - The service's writable directory (working directory and home of the caches), normally C(vllm_state_dir).
+    type: path
+    default: /var/lib/vllm
+  secret_environment_names:
+    description:
+      - Names (only) of the secret environment variables, normally the keys of C(vllm_secret_environment), checked
+        to be valid variable names. The values never pass through this filter.
+    type: list
+    elements: str
+    default: []
+"""

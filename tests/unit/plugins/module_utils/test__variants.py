@@ -1,0 +1,294 @@
+# Copyright (c) llmops.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Variants resolved into units: the merge, the rendered command line, and every bad input refused."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+
+from ansible_collections.llmops.vllm.plugins.module_utils._variants import (
+    VariantError,
+    environment_strings,
+    resolve_variant,
+    resolve_variants,
+)
+from ansible_collections.llmops.vllm.tests.unit.plugins.module_utils.systemd_syntax import parse_exec_command
+
+NGRAM = {"method": "ngram", "num_speculative_tokens": 5, "prompt_lookup_max": 4}
+EAGLE3 = {"method": "eagle3", "model": "AQ-MedAI/Kimi-K25-eagle3", "num_speculative_tokens": 4,
+          "draft_tensor_parallel_size": 8}
+
+
+def kimi(**changes):
+    """The production node's settings, with changes applied (None deletes a setting)."""
+    settings = {
+        "variants": {
+            "ngram": {"speculative_config": NGRAM, "description": "seed experiment"},
+            "eagle3": {"speculative_config": EAGLE3, "environment": {"EXTRA": "1"}},
+        },
+        "model": {"name": "kimi-k2.5", "path": "/srv/models/moonshotai/Kimi-K2.5", "served_name": "kimi"},
+        "serve_args": {"tensor_parallel_size": 8, "max_model_len": 262144, "gpu_memory_utilization": 0.92,
+                       "trust_remote_code": True, "tool_call_parser": "kimi_k2"},
+        "environment": {"OMP_NUM_THREADS": 8},
+        "baseline": "baseline",
+        "host": "0.0.0.0",
+        "port": 8000,
+        "gpu_count": 8,
+        "venv": "/opt/vllm/venv",
+        "version": "0.32.0",
+        "config_dir": "/etc/vllm",
+        "state_dir": "/var/lib/vllm",
+    }
+    settings = copy.deepcopy(settings)
+    for key, value in changes.items():
+        if value is None:
+            settings.pop(key)
+        else:
+            settings[key] = value
+    return settings
+
+
+def resolve(**changes):
+    settings = kimi(**changes)
+    return resolve_variants(settings.pop("variants"), **settings)
+
+
+def with_variant(name, overrides):
+    variants = kimi()["variants"]
+    variants[name] = overrides
+    return variants
+
+
+def test_the_baseline_is_resolved_even_without_an_entry():
+    specs = resolve()
+    assert sorted(specs) == ["baseline", "eagle3", "ngram"]
+    baseline = specs["baseline"]
+    assert baseline["baseline"] is True
+    assert baseline["speculative_config"] is None
+    assert baseline["unit_name"] == "vllm-kimi-k2.5-baseline.service"
+    assert baseline["env_file"] == "/etc/vllm/kimi-k2.5-baseline.env"
+    assert baseline["secrets_env_file"] == "/etc/vllm/kimi-k2.5.secrets.env"
+
+
+def test_argv_is_the_server_then_sorted_flags_then_the_speculative_config():
+    argv = resolve()["eagle3"]["argv"]
+    assert argv == [
+        "/opt/vllm/venv/bin/python", "-m", "vllm.entrypoints.openai.api_server",
+        "--model", "/srv/models/moonshotai/Kimi-K2.5", "--served-model-name", "kimi",
+        "--host", "0.0.0.0", "--port", "8000",
+        "--gpu-memory-utilization", "0.92", "--max-model-len", "262144", "--tensor-parallel-size", "8",
+        "--tool-call-parser", "kimi_k2", "--trust-remote-code",
+        "--speculative-config",
+        '{"draft_tensor_parallel_size":8,"method":"eagle3","model":"AQ-MedAI/Kimi-K25-eagle3",'
+        '"num_speculative_tokens":4}',
+    ]
+
+
+@pytest.mark.parametrize("value, words", [
+    (True, ["--flag"]),
+    (False, []),
+    (None, []),
+    (7, ["--flag", "7"]),
+    (0.1, ["--flag", "0.1"]),
+    ("text with $ and %", ["--flag", "text with $ and %"]),
+    (["a", 2, 0.5], ["--flag", "a", "2", "0.5"]),
+    ([], []),
+    ({"b": [1, 2], "a": {"z": None, "y": "ü"}}, ["--flag", '{"a":{"y":"ü","z":null},"b":[1,2]}']),
+])
+def test_each_kind_of_flag_value_renders_as_documented(value, words):
+    argv = resolve(serve_args={"tensor_parallel_size": 8, "flag": value})["baseline"]["argv"]
+    assert argv[11:] == words + ["--tensor-parallel-size", "8"]
+
+
+def test_exec_start_runs_exactly_the_argv():
+    serve_args = {"tensor_parallel_size": 8, "chat_template": "/srv/templates/it's 100% $free.jinja",
+                  "override_generation_config": {"note": 'say "hi" \\o/'}}
+    for spec in resolve(serve_args=serve_args).values():
+        assert parse_exec_command(spec["exec_start"]) == spec["argv"]
+
+
+def test_variant_overrides_merge_over_the_baseline():
+    variants = with_variant("eager", {"serve_args": {"max_model_len": None, "enforce_eager": True},
+                                      "environment": {"OMP_NUM_THREADS": None, "NEW": 0.5}})
+    spec = resolve(variants=variants)["eager"]
+    assert "--max-model-len" not in spec["argv"]
+    assert "--enforce-eager" in spec["argv"]
+    assert spec["environment"] == {"NEW": "0.5"}
+    assert resolve(variants=variants)["baseline"]["environment"] == {"OMP_NUM_THREADS": "8"}
+
+
+def test_conflicts_and_ordering_are_declared_on_variants_only():
+    specs = resolve()
+    assert specs["baseline"]["conflicts"] == specs["baseline"]["after"] == specs["baseline"]["before"] == []
+    assert specs["eagle3"]["conflicts"] == ["vllm-kimi-k2.5-baseline.service", "vllm-kimi-k2.5-ngram.service"]
+    assert specs["eagle3"]["after"] == ["vllm-kimi-k2.5-baseline.service"]
+    assert specs["eagle3"]["before"] == ["vllm-kimi-k2.5-ngram.service"]
+    assert specs["ngram"]["after"] == ["vllm-kimi-k2.5-baseline.service", "vllm-kimi-k2.5-eagle3.service"]
+    assert specs["ngram"]["before"] == []
+
+
+def test_adding_a_variant_leaves_the_baseline_spec_unchanged():
+    before = resolve()["baseline"]
+    after = resolve(variants=with_variant("aaa", {"speculative_config": NGRAM}))["baseline"]
+    assert before == after
+
+
+def test_a_variant_may_move_to_its_own_port():
+    specs = resolve(variants=with_variant("probe", {"serve_args": {"port": 8100}}))
+    assert specs["probe"]["port"] == 8100
+    assert "--port" in specs["probe"]["argv"] and "8100" in specs["probe"]["argv"]
+    assert "port" not in specs["probe"]["serve_args"]
+
+
+def test_the_baseline_may_carry_overrides_and_a_speculative_config():
+    variants = with_variant("baseline", {"speculative_config": NGRAM, "description": "n-gram is the baseline"})
+    spec = resolve(variants=variants)["baseline"]
+    assert spec["argv"][-2] == "--speculative-config"
+    assert spec["unit_description"] == "vLLM kimi (baseline): n-gram is the baseline"
+
+
+def test_served_name_defaults_to_the_model_name():
+    spec = resolve(model={"name": "tiny-llama", "path": "/srv/models/tiny-llama"})["baseline"]
+    assert spec["argv"][6] == "tiny-llama"
+
+
+def test_percent_in_a_description_is_escaped_for_the_unit():
+    spec = resolve(variants=with_variant("ngram", {"speculative_config": NGRAM, "description": "9% slower"}))["ngram"]
+    assert spec["unit_description"] == "vLLM kimi (ngram): 9%% slower"
+    assert spec["description"] == "9% slower"
+
+
+BAD_INPUTS = [
+    # (changes to the production settings, text the single reported problem must contain)
+    ({"model": {"name": "Kimi K2.5", "path": "/m", "served_name": "kimi"}}, "vllm_model.name: 'Kimi K2.5' must match"),
+    ({"model": {"name": "k" * 65, "path": "/m"}}, "vllm_model.name: %r must match" % ("k" * 65)),
+    ({"model": {"name": "kimi"}}, "vllm_model.path: required"),
+    ({"model": {"name": "kimi", "path": "/m", "revision": "x"}}, "vllm_model.revision: unknown key"),
+    ({"model": {"name": "kimi", "path": "/m", "served_name": "two words"}}, "vllm_model.served_name: must be"),
+    ({"variants": with_variant("Eagle-3", {})}, "vllm_variants.Eagle-3: 'Eagle-3' must match"),
+    ({"variants": with_variant("x" * 65, {})}, "and be at most 64 characters (it becomes part of unit names)"),
+    ({"variants": with_variant("ngram", {"speculative_config": NGRAM, "extra": 1})},
+     "vllm_variants.ngram.extra: unknown variant key"),
+    ({"variants": with_variant("ngram", ["method", "ngram"])}, "vllm_variants.ngram: must be a mapping, got list"),
+    ({"variants": with_variant("ngram", {"speculative_config": dict(NGRAM, method="lookahead")})},
+     "vllm_variants.ngram.speculative_config.method: unknown method 'lookahead'"),
+    ({"variants": with_variant("ngram", {"speculative_config": dict(NGRAM, num_speculative_tokens=0)})},
+     "vllm_variants.ngram.speculative_config.num_speculative_tokens: must be an integer > 0, got 0"),
+    ({"variants": with_variant("ngram", {"speculative_config": dict(NGRAM, prompt_lookup_min=5)})},
+     "vllm_variants.ngram.speculative_config.prompt_lookup_min: must be <= prompt_lookup_max, got 5 > 4"),
+    ({"variants": with_variant("eagle3", {"speculative_config": dict(EAGLE3, draft_tensor_parallel_size=2)})},
+     "vllm_variants.eagle3.speculative_config.draft_tensor_parallel_size: must be 1 or the target "
+     "tensor_parallel_size (8), got 2"),
+    ({"variants": with_variant("eagle3", {"speculative_config": {"method": "eagle3", "num_speculative_tokens": 4}})},
+     "vllm_variants.eagle3.speculative_config.model: required for method 'eagle3'"),
+    ({"variants": with_variant("eagle3", {"speculative_config": dict(EAGLE3, tensor_parallel_size=8)})},
+     "vllm_variants.eagle3.speculative_config.tensor_parallel_size: vLLM rejects this key"),
+    ({"variants": with_variant("ngram", {"speculative_config": dict(NGRAM, lookup_window=3)})},
+     "vllm_variants.ngram.speculative_config.lookup_window: unknown key"),
+    ({"variants": with_variant("ngram", {"speculative_config": NGRAM, "allow_unknown_keys": "yes"})},
+     "vllm_variants.ngram.allow_unknown_keys: must be true or false"),
+    ({"variants": with_variant("ngram", {"speculative_config": {"method": "medusa", "model": "m",
+                                                                "num_speculative_tokens": 2}}),
+      "version": "0.33.0"},
+     "vllm_variants.ngram.speculative_config.method: method 'medusa' was removed in vLLM 0.33"),
+    ({"serve_args": {"tensor_parallel_size": 3}}, "vllm_serve_args.tensor_parallel_size: 3 does not divide "
+                                                  "vllm_gpu_count (8)"),
+    ({"variants": with_variant("tp4", {"serve_args": {"tensor_parallel_size": 16}})},
+     "vllm_variants.tp4.serve_args.tensor_parallel_size: 16 does not divide vllm_gpu_count (8)"),
+    ({"serve_args": {"tensor_parallel_size": "8"}}, "vllm_serve_args.tensor_parallel_size: must be an integer"),
+    ({"serve_args": {"tensor_parallel_size": 8, "max-model-len": 4096}},
+     "vllm_serve_args.max-model-len: flag names are snake_case"),
+    ({"serve_args": {"tensor_parallel_size": 8, "port": 9000}},
+     "vllm_serve_args.port: set by this collection from vllm_port"),
+    ({"serve_args": {"tensor_parallel_size": 8, "speculative_config": NGRAM}},
+     "vllm_serve_args.speculative_config: set by this collection from the variant's speculative_config"),
+    ({"variants": with_variant("ngram", {"serve_args": {"model": "/other"}})},
+     "vllm_variants.ngram.serve_args.model: set by this collection from vllm_model.path"),
+    ({"serve_args": {"tensor_parallel_size": 8, "max_model_len": float("inf")}},
+     "vllm_serve_args.max_model_len: must be a finite number"),
+    ({"serve_args": {"tensor_parallel_size": 8, "allowed_origins": [["nested"]]}},
+     "vllm_serve_args.allowed_origins[0]: list items must be strings or numbers"),
+    ({"environment": {"HF-HOME": "/x"}}, "vllm_environment.HF-HOME: not a valid environment variable name"),
+    ({"environment": {"HF_HUB_OFFLINE": True}}, "vllm_environment.HF_HUB_OFFLINE: must be a string or a number"),
+    ({"variants": with_variant("ngram", {"environment": {"A": "nul\x00"}})},
+     "vllm_variants.ngram.environment.A: contains a NUL character"),
+    ({"variants": with_variant("ngram", {"description": "two\nlines"})},
+     "vllm_variants.ngram.description: must be a single line"),
+    ({"variants": dict(with_variant("a", {"serve_args": {"port": 8100}}), b={"serve_args": {"port": 8100}})},
+     "vllm_variants.b.serve_args.port: port 8100 is also set by variant a"),
+    ({"variants": with_variant("ngram", {"serve_args": {"port": 70000}})},
+     "vllm_variants.ngram.serve_args.port: must be an integer from 1 to 65535"),
+    ({"port": 0}, "vllm_port: must be an integer from 1 to 65535, got 0"),
+    ({"host": "0.0.0.0 8001"}, "vllm_host: must be an address or host name without whitespace"),
+    ({"gpu_count": 0}, "vllm_gpu_count: must be an integer >= 1, got 0"),
+    ({"baseline": "Base Line"}, "vllm_baseline_variant: 'Base Line' must match"),
+    ({"venv": "/opt/my venv"}, "vllm_venv: must be an absolute path"),
+    ({"config_dir": "etc/vllm"}, "vllm_config_dir: must be an absolute path"),
+    ({"state_dir": "/var/lib/%i"}, "vllm_state_dir: must be an absolute path"),
+    ({"version": "latest"}, "vllm_version: 'latest' does not start with a numeric release"),
+    ({"version": None}, "vllm_version: required"),
+    ({"secret_environment_names": ["VLLM_API_KEY", "hf-token"]},
+     "vllm_secret_environment.hf-token: not a valid environment variable name"),
+]
+
+
+@pytest.mark.parametrize("changes, message", BAD_INPUTS)
+def test_bad_inputs_are_refused_naming_the_variable_key_and_rule(changes, message):
+    with pytest.raises(VariantError) as caught:
+        resolve(**changes)
+    assert len(caught.value.problems) == 1, caught.value.problems
+    assert message in caught.value.problems[0]
+    assert str(caught.value).startswith("invalid vLLM service settings:\n- ")
+
+
+def test_every_bad_input_is_reported_in_one_go():
+    variants = with_variant("ngram", {"speculative_config": dict(NGRAM, num_speculative_tokens=0), "x": 1})
+    with pytest.raises(VariantError) as caught:
+        resolve(variants=variants, port=0, environment={"1X": "y"})
+    assert caught.value.problems == [
+        "vllm_environment.1X: not a valid environment variable name (letters, digits, _; no leading digit)",
+        "vllm_port: must be an integer from 1 to 65535, got 0",
+        "vllm_variants.ngram.x: unknown variant key (known: allow_unknown_keys, description, environment, "
+        "serve_args, speculative_config)",
+        "vllm_variants.ngram.speculative_config.num_speculative_tokens: must be an integer > 0, got 0",
+    ]
+
+
+def test_secret_values_never_appear_in_messages():
+    with pytest.raises(VariantError) as caught:
+        environment_strings({"API_KEY": True, "TOKEN": ["s3cr3t"]}, "vllm_secret_environment")
+    assert "s3cr3t" not in str(caught.value) and "True" not in str(caught.value)
+    assert caught.value.problems == [
+        "vllm_secret_environment.API_KEY: must be a string or a number (quote booleans: '1', 'true'), got bool",
+        "vllm_secret_environment.TOKEN: must be a string or a number (quote booleans: '1', 'true'), got list",
+    ]
+
+
+def test_environment_strings_turns_numbers_into_text_and_drops_nulls():
+    assert environment_strings({"A": 1, "B": 0.25, "C": None, "D": "d"}, "env") == {"A": "1", "B": "0.25", "D": "d"}
+
+
+def test_the_play_target_resolves_to_its_spec():
+    settings = kimi()
+    spec = resolve_variant(settings.pop("variants"), "eagle3", **settings)
+    assert spec["unit_name"] == "vllm-kimi-k2.5-eagle3.service"
+    assert json.loads(spec["argv"][-1]) == EAGLE3
+
+
+def test_an_unknown_play_target_names_vllm_variant_and_lists_the_known_ones():
+    settings = kimi()
+    with pytest.raises(VariantError) as caught:
+        resolve_variant(settings.pop("variants"), "eagle2", **settings)
+    assert caught.value.problems == ["vllm_variant: unknown variant 'eagle2'; known variants: baseline, eagle3, ngram"]
+
+
+def test_an_unknown_play_target_is_reported_with_the_other_problems():
+    settings = kimi(port=0)
+    with pytest.raises(VariantError) as caught:
+        resolve_variant(settings.pop("variants"), "eagle2", **settings)
+    assert caught.value.problems[0].startswith("vllm_variant: unknown variant 'eagle2'")
+    assert "vllm_port: must be an integer from 1 to 65535, got 0" in caught.value.problems

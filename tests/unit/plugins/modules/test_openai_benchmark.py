@@ -1,0 +1,185 @@
+# Copyright (c) 2025, llmops.vllm maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import annotations
+
+import pytest
+
+from ansible.module_utils import basic
+from ansible.module_utils.testing import patch_module_args
+
+from ansible_collections.llmops.vllm.plugins.modules import openai_benchmark
+from ansible_collections.llmops.vllm.tests.unit.plugins.module_utils.openai_stream_server import (
+    ScriptedServer,
+    Stream,
+    refused_url,
+)
+
+SPEC_DECODE_BEFORE = """\
+vllm:spec_decode_num_drafts_total{engine="0",model_name="tiny"} 10.0
+vllm:spec_decode_num_draft_tokens_total{engine="0",model_name="tiny"} 50.0
+vllm:spec_decode_num_accepted_tokens_total{engine="0",model_name="tiny"} 20.0
+"""
+SPEC_DECODE_AFTER = """\
+vllm:spec_decode_num_drafts_total{engine="0",model_name="tiny"} 30.0
+vllm:spec_decode_num_draft_tokens_total{engine="0",model_name="tiny"} 150.0
+vllm:spec_decode_num_accepted_tokens_total{engine="0",model_name="tiny"} 80.0
+"""
+LABELS = {"model": "tiny", "variant": "ngram", "speculative_config": {"method": "ngram", "num_speculative_tokens": 5}}
+
+
+class ModuleExit(Exception):
+    pass
+
+
+class ModuleFailure(Exception):
+    pass
+
+
+@pytest.fixture(autouse=True)
+def module_exits(monkeypatch):
+    """exit_json / fail_json raise with the result, which carries the warnings issued so far."""
+    warnings = []
+
+    def exit_json(self, **result):
+        raise ModuleExit(dict(result, warnings=warnings))
+
+    def fail_json(self, **result):
+        raise ModuleFailure(dict(result, warnings=warnings))
+
+    monkeypatch.setattr(basic.AnsibleModule, "exit_json", exit_json)
+    monkeypatch.setattr(basic.AnsibleModule, "fail_json", fail_json)
+    monkeypatch.setattr(basic.AnsibleModule, "warn", lambda self, warning: warnings.append(warning))
+
+
+def run_module(args, outcome=ModuleExit):
+    with patch_module_args(args):
+        with pytest.raises(outcome) as caught:
+            openai_benchmark.main()
+    return caught.value.args[0]
+
+
+def short_streams(count):
+    return [Stream(chunks=[(0.0, 1), (0.0, 2)], prompt_tokens=9) for dummy in range(count)]
+
+
+def test_measures_every_level_and_echoes_labels():
+    with ScriptedServer(short_streams(1 + 2 + 2), metrics_pages=[SPEC_DECODE_BEFORE, SPEC_DECODE_AFTER]) as server:
+        result = run_module({
+            "base_url": server.base_url + "/",
+            "model": "tiny",
+            "api_key": "sk-secret",
+            "num_prompts": 2,
+            "concurrency": [1, 2],
+            "max_tokens": 3,
+            "labels": LABELS,
+        })
+
+    assert result["changed"] is False
+    assert result["labels"] == LABELS
+    assert [level["max_concurrency"] for level in result["results"]] == [1, 2]
+    assert [level["completed"] for level in result["results"]] == [2, 2]
+    assert [level["total_output_tokens"] for level in result["results"]] == [6, 6]
+    assert result["results"][0]["spec_decode_acceptance_rate"] == pytest.approx(60.0)
+    assert result["results"][0]["spec_decode_acceptance_length"] == pytest.approx(4.0)
+    assert result["msg"] == "Measured 2 concurrency levels; 4 of 4 requests succeeded."
+    assert all(request["_authorization"] == "Bearer sk-secret" for request in server.requests)
+
+
+def test_returns_the_options_used_without_the_api_key():
+    with ScriptedServer(short_streams(2)) as server:
+        result = run_module({"base_url": server.base_url, "model": "tiny", "api_key": "sk-secret", "num_prompts": 1})
+
+    assert "api_key" not in result["options"]
+    assert "sk-secret" not in repr(result)
+    assert result["options"]["metrics_url"] == server.base_url + "/metrics"
+    assert result["options"]["burstiness"] == 1.0
+    assert result["options"]["concurrency"] == [1]
+    assert result["options"]["prompt_set"] == "novel_reasoning"
+
+
+def test_a_partial_failure_returns_normally_with_errors():
+    streams = short_streams(2) + [Stream(status=500, error_body={"error": {"message": "engine dead"}})]
+    with ScriptedServer(streams) as server:
+        result = run_module({"base_url": server.base_url, "model": "tiny", "num_prompts": 2})
+
+    level = result["results"][0]
+    assert (level["completed"], level["failed"]) == (1, 1)
+    assert level["errors"]["http_500"]["count"] == 1
+    assert result["msg"] == "Measured 1 concurrency level; 1 of 2 requests succeeded."
+
+
+def test_fails_when_no_request_succeeded():
+    streams = short_streams(1) + [Stream(status=500, error_body={"error": {"message": "engine dead"}})] * 2
+    with ScriptedServer(streams) as server:
+        result = run_module({"base_url": server.base_url, "model": "tiny", "num_prompts": 2}, ModuleFailure)
+
+    assert result["msg"] == "No request succeeded. Measured 1 concurrency level; 0 of 2 requests succeeded."
+    assert result["results"][0]["errors"]["http_500"]["first_message"] == "HTTP 500 Internal Server Error: engine dead"
+
+
+def test_fails_early_when_every_warmup_request_fails():
+    result = run_module({"base_url": refused_url(), "model": "tiny", "warmup_requests": 2}, ModuleFailure)
+
+    assert result["msg"].startswith("Every warm-up request failed; the first error was: ConnectionRefusedError")
+    assert result["errors"]["connection_refused"]["count"] == 2
+    assert result["results"] == []
+
+
+def test_check_mode_sends_nothing():
+    result = run_module({"base_url": refused_url(), "model": "tiny", "_ansible_check_mode": True})
+
+    assert result["results"] == []
+    assert result["msg"] == "Check mode: no request was sent."
+    assert result["changed"] is False
+
+
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        ({"num_prompts": 0}, "num_prompts must be at least 1"),
+        ({"concurrency": [4, 0]}, "concurrency must list at least one level, each at least 1"),
+        ({"concurrency": []}, "concurrency must list at least one level, each at least 1"),
+        ({"request_rate": 0}, "request_rate must be a positive number"),
+        ({"request_rate": 2, "burstiness": -1}, "burstiness must be a positive number"),
+        ({"timeout": 0}, "timeout must be a positive number"),
+        ({"warmup_requests": -1}, "warmup_requests must not be negative"),
+        ({"temperature": -0.5}, "temperature must not be negative"),
+        ({"base_url": "http://127.0.0.1:8000/v1"}, "base_url is the server root: drop the trailing /v1"),
+    ],
+)
+def test_bad_option_values_fail_before_any_request(overrides, message):
+    args = {"base_url": refused_url(), "model": "tiny"}
+    args.update(overrides)
+    result = run_module(args, ModuleFailure)
+
+    assert result["msg"] == message
+
+
+def test_burstiness_requires_a_request_rate():
+    result = run_module({"base_url": refused_url(), "model": "tiny", "burstiness": 0.5}, ModuleFailure)
+
+    assert "burstiness" in result["msg"] and "request_rate" in result["msg"]
+
+
+def test_a_bad_prompt_file_is_reported(tmp_path):
+    path = tmp_path / "prompts.jsonl"
+    path.write_text("not json\n", encoding="utf-8")
+    result = run_module({"base_url": refused_url(), "model": "tiny", "prompt_set": str(path)}, ModuleFailure)
+
+    assert result["msg"].startswith("Cannot run the benchmark: %s line 1 is not JSON" % path)
+
+
+def test_an_unreachable_metrics_url_is_a_warning_not_a_failure():
+    with ScriptedServer(short_streams(2)) as server:
+        result = run_module({
+            "base_url": server.base_url,
+            "model": "tiny",
+            "num_prompts": 1,
+            "metrics_url": refused_url() + "/metrics",
+        })
+
+    assert result["results"][0]["completed"] == 1
+    assert "spec_decode_acceptance_rate" not in result["results"][0]
+    assert any("spec-decode acceptance is not reported" in warning for warning in result["warnings"])

@@ -1,0 +1,340 @@
+# Copyright (c) 2026, llmops.vllm maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import annotations
+
+import os
+import pathlib
+
+import pytest
+
+from ansible.module_utils import basic
+from ansible_collections.llmops.vllm.plugins.module_utils import _deadline, _gpu_memory, _systemd_unit
+from ansible_collections.llmops.vllm.plugins.modules import wait_for_gpu_memory
+
+from wait_fakes import FakeClock, run_module
+
+FIXTURES = pathlib.Path(__file__).resolve().parents[2] / "fixtures" / "nvidia-smi"
+NVIDIA_SMI = "/usr/bin/nvidia-smi"
+
+
+def recorded(name):
+    return (FIXTURES / name).read_text(encoding="utf-8")
+
+
+class FakeNvidiaSmi:
+    """Answers the two queries from recorded outputs; each reading can differ (a GPU freeing up)."""
+
+    def __init__(self, *readings):
+        self.readings = list(readings)
+        self.commands = []
+
+    def run_command(self, argv):
+        self.commands.append(list(argv))
+        assert argv[0] == NVIDIA_SMI and argv[2] == "--format=csv,noheader,nounits"
+        current = self.readings[0]
+        if argv[1] == "--query-gpu=index,uuid,name,memory.used,memory.total":
+            return current.get("rc", 0), recorded(current["gpus"]) if "gpus" in current else "", current.get("err", "")
+        assert argv[1] == "--query-compute-apps=pid,process_name,gpu_uuid,used_memory"
+        if len(self.readings) > 1:
+            self.readings.pop(0)
+        return 0, recorded(current["apps"]), ""
+
+
+@pytest.fixture
+def clock(monkeypatch):
+    fake = FakeClock()
+    monkeypatch.setattr(_deadline, "time", fake)
+    return fake
+
+
+@pytest.fixture
+def proc(monkeypatch, tmp_path):
+    """A /proc with the cgroup files of the processes the fixtures list."""
+    cgroups = {
+        48211: "0::/system.slice/vllm-kimi-k2.5-baseline.service\n",
+        48218: "0::/system.slice/vllm-kimi-k2.5-baseline.service\n",
+        # A worker orphaned by a SIGKILLed API server ends up in the operator's shell session.
+        50102: "0::/user.slice/user-1000.slice/session-4.scope\n",
+    }
+    for pid, text in cgroups.items():
+        os.makedirs(tmp_path / str(pid))
+        (tmp_path / str(pid) / "cgroup").write_text(text, encoding="utf-8")
+    monkeypatch.setattr(_systemd_unit, "PROC_ROOT", str(tmp_path))
+    return tmp_path
+
+
+def use(monkeypatch, smi, nvml=None, nvidia_smi=NVIDIA_SMI):
+    monkeypatch.setattr(_gpu_memory, "pynvml", nvml)
+    monkeypatch.setattr(basic.AnsibleModule, "run_command", lambda self, argv, **kwargs: smi.run_command(argv))
+    monkeypatch.setattr(basic.AnsibleModule, "get_bin_path",
+                        lambda self, name, required=False, opt_dirs=None: nvidia_smi if name == "nvidia-smi" else None)
+
+
+def run(monkeypatch, check_mode=False, **args):
+    return run_module(monkeypatch, wait_for_gpu_memory, args, check_mode=check_mode)
+
+
+IDLE = {"gpus": "query-gpu-8x-idle.csv", "apps": "query-apps-empty.csv"}
+LOADED = {"gpus": "query-gpu-8x-loaded.csv", "apps": "query-apps-vllm-tp8.csv"}
+STRAY = {"gpus": "query-gpu-stray.csv", "apps": "query-apps-stray-na.csv"}
+
+
+def test_idle_gpus_are_free_at_the_first_check(monkeypatch, clock, proc):
+    smi = FakeNvidiaSmi(IDLE)
+    use(monkeypatch, smi)
+
+    failed, result = run(monkeypatch)
+
+    assert not failed
+    assert result["source"] == "nvidia-smi"
+    assert result["free"] is True
+    assert result["attempts"] == 1 and result["elapsed"] == 0.0
+    assert result["processes"] == []
+    assert len(result["gpus"]) == 8
+    assert result["gpus"][7] == {"index": 7, "name": "NVIDIA RTX PRO 6000 Blackwell Server Edition",
+                                 "memory_used_mib": 3, "memory_total_mib": 97887}
+    assert result["msg"] == "GPU 0,1,2,3,4,5,6,7 free after 0.0 s"
+
+
+def test_waits_while_the_stopped_server_releases_memory(monkeypatch, clock, proc):
+    smi = FakeNvidiaSmi(LOADED, LOADED, STRAY, IDLE)
+    use(monkeypatch, smi)
+
+    failed, result = run(monkeypatch, timeout=60, sleep=2)
+
+    assert not failed
+    assert result["attempts"] == 4
+    assert clock.sleeps == [0.25, 0.5, 1.0]
+    assert result["elapsed"] == 1.75
+
+
+def test_timeout_names_every_holder_with_its_unit(monkeypatch, clock, proc):
+    smi = FakeNvidiaSmi(LOADED)
+    use(monkeypatch, smi)
+
+    failed, result = run(monkeypatch, timeout=30, sleep=5)
+
+    assert failed
+    assert result["elapsed"] == 30.0 and clock.elapsed() == 30.0
+    assert result["attempts"] == len(clock.sleeps) + 1
+    assert max(clock.sleeps) == 5.0
+    assert result["free"] is False
+    assert result["msg"].startswith("GPU memory still in use after 30.0 s (%d checks): GPU 0 uses 91254 MiB (limit 1024 MiB); "
+                                    % result["attempts"])
+    assert ("PID 48211 (VLLM::Worker_TP0, vllm-kimi-k2.5-baseline.service) holds GPU 0 (91236 MiB)"
+            in result["msg"])
+    # No cgroup file: the process is gone or in no unit.
+    assert "PID 48212 (VLLM::Worker_TP1, no systemd unit) holds GPU 1 (91236 MiB)" in result["msg"]
+    assert result["processes"][0] == {"pid": 48211, "name": "VLLM::Worker_TP0", "gpu_index": 0,
+                                      "used_memory_mib": 91236, "unit": "vllm-kimi-k2.5-baseline.service"}
+    assert len(result["processes"]) == 8
+
+
+def test_a_stray_without_reported_memory_still_blocks(monkeypatch, clock, proc):
+    smi = FakeNvidiaSmi(STRAY)
+    use(monkeypatch, smi)
+
+    failed, result = run(monkeypatch, gpus=[3], max_used_mib=100000, timeout=0)
+
+    assert failed
+    assert result["msg"] == ("GPU memory still in use after 0.0 s (1 checks): "
+                             "PID 50102 (VLLM::Worker_TP3, session-4.scope) holds GPU 3")
+    assert result["processes"] == [{"pid": 50102, "name": "VLLM::Worker_TP3", "gpu_index": 3,
+                                    "used_memory_mib": None, "unit": "session-4.scope"}]
+
+
+def test_only_the_selected_gpus_count(monkeypatch, clock, proc):
+    smi = FakeNvidiaSmi(STRAY)
+    use(monkeypatch, smi)
+
+    failed, result = run(monkeypatch, gpus=[0, 1, 2])
+
+    assert not failed
+    assert [gpu["index"] for gpu in result["gpus"]] == [0, 1, 2]
+    assert result["processes"] == []
+
+
+def test_memory_alone_when_processes_are_allowed(monkeypatch, clock, proc):
+    smi = FakeNvidiaSmi({"gpus": "query-gpu-mib-units.csv", "apps": "query-apps-mib-units.csv"})
+    use(monkeypatch, smi)
+
+    failed, result = run(monkeypatch, require_no_processes=False, max_used_mib=1024)
+
+    assert not failed
+    assert [gpu["memory_used_mib"] for gpu in result["gpus"]] == [1021, 0]
+    assert [gpu["memory_total_mib"] for gpu in result["gpus"]] == [81559, 81559]
+    # Still reported, so that the operator sees who is there.
+    assert result["processes"][0]["used_memory_mib"] == 1016
+
+
+def test_max_used_mib_is_a_limit_per_gpu(monkeypatch, clock, proc):
+    smi = FakeNvidiaSmi({"gpus": "query-gpu-mib-units.csv", "apps": "query-apps-empty.csv"})
+    use(monkeypatch, smi)
+
+    failed, result = run(monkeypatch, max_used_mib=1000, timeout=0)
+
+    assert failed
+    assert result["msg"] == "GPU memory still in use after 0.0 s (1 checks): GPU 0 uses 1021 MiB (limit 1000 MiB)"
+
+
+def test_gpus_that_do_not_report_memory_are_judged_by_processes(monkeypatch, clock, proc):
+    smi = FakeNvidiaSmi({"gpus": "query-gpu-not-supported.csv", "apps": "query-apps-no-processes.txt"})
+    use(monkeypatch, smi)
+    warnings = []
+    monkeypatch.setattr(basic.AnsibleModule, "warn", lambda self, warning: warnings.append(warning))
+
+    failed, result = run(monkeypatch)
+
+    assert not failed
+    assert result["gpus"] == [{"index": 0, "name": "NVIDIA GB10", "memory_used_mib": None, "memory_total_mib": None}]
+    assert warnings == ["GPU 0 does not report memory use; only its process list was checked"]
+
+
+def test_an_unknown_gpu_index_is_a_clear_error(monkeypatch, clock, proc):
+    use(monkeypatch, FakeNvidiaSmi(IDLE))
+
+    failed, result = run(monkeypatch, gpus=[2, 9])
+
+    assert failed
+    assert result["msg"] == "no GPU with index 9; this host has 0,1,2,3,4,5,6,7"
+    assert result["attempts"] == 1 and result["elapsed"] == 0.0
+
+
+def test_a_failing_nvidia_smi_is_reported_not_raised(monkeypatch, clock, proc):
+    smi = FakeNvidiaSmi({"rc": 9, "err": "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. "
+                                         "Make sure that the latest NVIDIA driver is installed and running.\n"})
+    use(monkeypatch, smi)
+
+    failed, result = run(monkeypatch)
+
+    assert failed
+    assert result["msg"] == ("/usr/bin/nvidia-smi --query-gpu=index,uuid,name,memory.used,memory.total "
+                             "--format=csv,noheader,nounits failed (rc 9): NVIDIA-SMI has failed because it couldn't "
+                             "communicate with the NVIDIA driver. Make sure that the latest NVIDIA driver is installed "
+                             "and running.")
+
+
+def test_neither_nvml_nor_nvidia_smi_is_a_clear_error(monkeypatch, clock, proc):
+    use(monkeypatch, FakeNvidiaSmi(IDLE), nvidia_smi=None)
+
+    failed, result = run(monkeypatch)
+
+    assert failed
+    assert result["msg"] == ("cannot read GPU memory: the pynvml module (nvidia-ml-py) is not installed; "
+                             "nvidia-smi is not in PATH")
+    assert result["attempts"] == 0 and "elapsed" in result
+
+
+def test_check_mode_reports_busy_gpus_without_waiting(monkeypatch, clock, proc):
+    use(monkeypatch, FakeNvidiaSmi(LOADED))
+
+    failed, result = run(monkeypatch, check_mode=True, timeout=600)
+
+    assert not failed
+    assert result["free"] is False and result["attempts"] == 1
+    assert clock.sleeps == []
+    assert result["msg"].startswith("GPU memory is in use: GPU 0 uses 91254 MiB (limit 1024 MiB)")
+
+
+@pytest.mark.parametrize("args", [dict(timeout=-1), dict(sleep=0), dict(max_used_mib=-1)])
+def test_nonsense_numbers_are_refused(monkeypatch, clock, proc, args):
+    use(monkeypatch, FakeNvidiaSmi(IDLE))
+
+    failed, result = run(monkeypatch, **args)
+
+    assert failed
+    assert result["msg"] == "timeout and max_used_mib must not be negative, sleep must be positive"
+
+
+class FakeNvml:
+    """The part of pynvml the reader uses, over two GPUs: one busy, one that cannot report memory."""
+
+    class NVMLError(Exception):
+        pass
+
+    class NVMLError_NotSupported(NVMLError):
+        pass
+
+    class _Memory:
+        def __init__(self, used, total):
+            self.used, self.total = used, total
+
+    class _Process:
+        def __init__(self, pid, used):
+            self.pid, self.usedGpuMemory = pid, used
+
+    def __init__(self, fail_init=False):
+        self.fail_init = fail_init
+        self.init_calls = 0
+        self.shutdown = False
+
+    def nvmlInit(self):
+        self.init_calls += 1
+        if self.fail_init:
+            raise self.NVMLError("Driver Not Loaded")
+
+    def nvmlShutdown(self):
+        self.shutdown = True
+
+    def nvmlDeviceGetCount(self):
+        return 2
+
+    def nvmlDeviceGetHandleByIndex(self, index):
+        return index
+
+    def nvmlDeviceGetUUID(self, handle):
+        return "GPU-%d" % handle
+
+    def nvmlDeviceGetName(self, handle):
+        return b"NVIDIA H200" if handle == 0 else "NVIDIA GB10"
+
+    def nvmlDeviceGetMemoryInfo(self, handle):
+        if handle == 1:
+            raise self.NVMLError_NotSupported("Not Supported")
+        return self._Memory(used=75 * 1024 ** 3, total=141 * 1024 ** 3)
+
+    def nvmlDeviceGetComputeRunningProcesses(self, handle):
+        return [self._Process(48211, 75 * 1024 ** 3), self._Process(48299, None)] if handle == 0 else []
+
+    def nvmlSystemGetProcessName(self, pid):
+        if pid == 48299:
+            raise self.NVMLError("Not Found")
+        return b"VLLM::Worker_TP0"
+
+
+def test_nvml_is_preferred_and_its_bytes_become_mib(monkeypatch, clock, proc):
+    nvml = FakeNvml()
+    smi = FakeNvidiaSmi(IDLE)
+    use(monkeypatch, smi, nvml=nvml)
+
+    failed, result = run(monkeypatch, timeout=0)
+
+    assert failed
+    assert smi.commands == []
+    assert nvml.shutdown is True
+    assert result["source"] == "nvml"
+    assert result["gpus"] == [
+        {"index": 0, "name": "NVIDIA H200", "memory_used_mib": 76800, "memory_total_mib": 144384},
+        {"index": 1, "name": "NVIDIA GB10", "memory_used_mib": None, "memory_total_mib": None},
+    ]
+    assert result["processes"] == [
+        {"pid": 48211, "name": "VLLM::Worker_TP0", "gpu_index": 0, "used_memory_mib": 76800,
+         "unit": "vllm-kimi-k2.5-baseline.service"},
+        {"pid": 48299, "name": None, "gpu_index": 0, "used_memory_mib": None, "unit": None},
+    ]
+    assert "PID 48299 (unknown process, no systemd unit) holds GPU 0" in result["msg"]
+
+
+def test_nvml_that_cannot_start_falls_back_to_nvidia_smi(monkeypatch, clock, proc):
+    smi = FakeNvidiaSmi(IDLE)
+    nvml = FakeNvml(fail_init=True)
+    use(monkeypatch, smi, nvml=nvml)
+
+    failed, result = run(monkeypatch)
+
+    assert not failed
+    assert nvml.init_calls == 1
+    assert result["source"] == "nvidia-smi"
+    assert len(smi.commands) == 2

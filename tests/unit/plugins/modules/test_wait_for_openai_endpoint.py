@@ -1,0 +1,427 @@
+# Copyright (c) 2026, llmops.vllm maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from ansible.module_utils import basic
+from ansible_collections.llmops.vllm.plugins.module_utils import _deadline, _endpoint_probe, _systemd_unit
+from ansible_collections.llmops.vllm.plugins.modules import wait_for_openai_endpoint
+
+from wait_fakes import FakeClock, FakeSystemd, FakeVllmServer, run_module
+
+UNIT = "vllm-tiny-ngram.service"
+
+# What vLLM 0.32 writes to the journal when the KV cache does not fit (abridged, real wording).
+CUDA_OOM_JOURNAL = [
+    "INFO 11-29 14:02:11 [api_server.py:1885] vLLM API server version 0.32.0",
+    "(EngineCore_DP0 pid=48201) INFO 11-29 14:02:31 [gpu_model_runner.py:2653] Model loading took 74.31 GiB and 212.33 seconds",
+    "(EngineCore_DP0 pid=48201) ERROR 11-29 14:03:02 [core.py:708] EngineCore failed to start.",
+    "(EngineCore_DP0 pid=48201) ERROR 11-29 14:03:02 [core.py:708] Traceback (most recent call last):",
+    '(EngineCore_DP0 pid=48201) ERROR 11-29 14:03:02 [core.py:708]   '
+    'File "/opt/vllm/lib/python3.12/site-packages/vllm/v1/engine/core.py", line 699, in run_engine_core',
+    "(EngineCore_DP0 pid=48201) ERROR 11-29 14:03:02 [core.py:708] torch.OutOfMemoryError: CUDA out of memory. "
+    "Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 95.59 GiB of which 1.12 GiB is free.",
+    "RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}",
+    "vllm-tiny-ngram.service: Main process exited, code=exited, status=1/FAILURE",
+    "vllm-tiny-ngram.service: Failed with result 'exit-code'.",
+]
+OOM_LINE = CUDA_OOM_JOURNAL[5]
+
+
+@pytest.fixture
+def clock(monkeypatch):
+    fake = FakeClock()
+    for module in (_deadline, _endpoint_probe, _systemd_unit):
+        monkeypatch.setattr(module, "time", fake)
+    return fake
+
+
+@pytest.fixture
+def server():
+    fake = FakeVllmServer(model="tiny")
+    yield fake
+    fake.close()
+
+
+@pytest.fixture
+def systemd(monkeypatch):
+    fake = FakeSystemd(UNIT)
+    monkeypatch.setattr(basic.AnsibleModule, "run_command", lambda self, argv, **kwargs: fake.run_command(argv))
+    monkeypatch.setattr(basic.AnsibleModule, "get_bin_path",
+                        lambda self, name, required=False, opt_dirs=None: "/usr/bin/" + name)
+    return fake
+
+
+def run(monkeypatch, check_mode=False, **args):
+    return run_module(monkeypatch, wait_for_openai_endpoint, args, check_mode=check_mode)
+
+
+def test_waits_through_refused_connections_until_the_model_is_listed(monkeypatch, clock, server):
+    clock.at(3.0, server.start)
+
+    failed, result = run(monkeypatch, base_url=server.url, model="tiny", timeout=60)
+
+    assert not failed
+    assert result["ready"] is True
+    assert result["models"] == ["tiny"]
+    assert result["version"] == "0.32.0"
+    assert result["last_seen"] == "ready"
+    assert 3.0 <= result["stages"]["health"] == result["stages"]["models"] <= 3.25
+    assert set(result["stages"]) == {"health", "models"}
+    assert result["elapsed"] == result["stages"]["models"]
+    assert result["attempts"] == len(clock.sleeps) + 1
+    # Capped backoff: starts short, never pauses longer than `sleep`.
+    assert clock.sleeps[0] == pytest.approx(0.05)
+    assert max(clock.sleeps) == pytest.approx(0.25)
+    assert server.paths() == ["/health", "/v1/models", "/version"]
+    assert "serves tiny (vLLM 0.32.0)" in result["msg"]
+
+
+def test_accepts_an_openai_base_url_and_sends_the_api_key(monkeypatch, clock, server):
+    server.start()
+
+    failed, result = run(monkeypatch, base_url=server.url + "/v1/", model="tiny", api_key="sk-test")
+
+    assert not failed and result["ready"]
+    assert result["attempts"] == 1 and clock.sleeps == []
+    assert {request["authorization"] for request in server.requests} == {"Bearer sk-test"}
+
+
+def test_any_listed_model_will_do_without_model(monkeypatch, clock, server):
+    server.start()
+
+    failed, result = run(monkeypatch, base_url=server.url)
+
+    assert not failed and result["ready"] and result["models"] == ["tiny"]
+
+
+def test_smoke_test_asks_for_one_token_of_the_expected_model(monkeypatch, clock, server):
+    server.start()
+
+    failed, result = run(monkeypatch, base_url=server.url, model="tiny", smoke_test=True)
+
+    assert not failed and result["ready"]
+    assert set(result["stages"]) == {"health", "models", "smoke"}
+    completion = [request for request in server.requests if request["path"] == "/v1/completions"]
+    assert len(completion) == 1
+    assert completion[0]["method"] == "POST"
+    assert completion[0]["json"]["max_tokens"] == 1
+    assert completion[0]["json"]["model"] == "tiny"
+
+
+def test_other_model_listed_fails_at_once_with_its_own_message(monkeypatch, clock, server):
+    server.routes["/v1/models"] = (200, {"object": "list", "data": [{"id": "qwen3-8b"}]})
+    server.start()
+
+    failed, result = run(monkeypatch, base_url=server.url, model="tiny", timeout=600)
+
+    assert failed
+    assert result["msg"] == "%s is healthy but serves 'qwen3-8b', not 'tiny' (after 0.0 s)" % server.url
+    assert result["attempts"] == 1 and result["ready"] is False
+    assert result["stages"] == {"health": 0.0}
+    assert "elapsed" in result
+
+
+@pytest.mark.parametrize("api_key, expected", [
+    ("sk-wrong", "rejected the API key (HTTP 401 on /v1/models)"),
+    (None, "requires an API key (HTTP 401 on /v1/models); set api_key"),
+])
+def test_unauthorized_is_reported_as_such(monkeypatch, clock, server, api_key, expected):
+    server.routes["/v1/models"] = (401, {"error": "Unauthorized"})
+    server.start()
+
+    args = dict(base_url=server.url, model="tiny")
+    if api_key:
+        args["api_key"] = api_key
+    failed, result = run(monkeypatch, **args)
+
+    assert failed
+    assert result["msg"].startswith("%s %s" % (server.url, expected))
+    assert result["attempts"] == 1
+
+
+def test_health_503_means_the_engine_died(monkeypatch, clock, server):
+    server.routes["/health"] = (503, b"")
+    server.start()
+
+    failed, result = run(monkeypatch, base_url=server.url, model="tiny")
+
+    assert failed
+    assert result["msg"].startswith("%s/health answered 503: the engine is dead" % server.url)
+
+
+def test_refused_until_the_deadline_times_out_saying_what_was_seen(monkeypatch, clock, server):
+    failed, result = run(monkeypatch, base_url=server.url, model="tiny", timeout=10, sleep=1)
+
+    assert failed
+    assert result["elapsed"] == 10.0
+    assert clock.elapsed() == 10.0
+    assert result["attempts"] == len(clock.sleeps) + 1
+    assert result["last_seen"] == "connection refused on /health"
+    assert result["msg"] == ("%s not ready after 10.0 s (%d attempts); last seen: connection refused on /health"
+                             % (server.url, result["attempts"]))
+
+
+def test_a_model_list_that_stays_empty_times_out_naming_it(monkeypatch, clock, server):
+    server.routes["/v1/models"] = (200, {"object": "list", "data": []})
+    server.start()
+
+    failed, result = run(monkeypatch, base_url=server.url, model="tiny", timeout=2)
+
+    assert failed
+    assert result["last_seen"] == "/v1/models lists no model yet"
+    assert result["stages"] == {"health": 0.0}
+
+
+def test_a_rejected_smoke_completion_fails_with_the_servers_reason(monkeypatch, clock, server):
+    server.routes["/v1/completions"] = (400, {"error": {"message": "min_p is not supported with speculative decoding"}})
+    server.start()
+
+    failed, result = run(monkeypatch, base_url=server.url, model="tiny", smoke_test=True)
+
+    assert failed
+    assert "refused a 1-token completion (HTTP 400): min_p is not supported" in result["msg"]
+
+
+def test_a_failing_smoke_completion_is_retried_until_the_deadline(monkeypatch, clock, server):
+    server.routes["/v1/completions"] = (500, {"error": {"message": "internal error"}})
+    server.start()
+
+    failed, result = run(monkeypatch, base_url=server.url, model="tiny", smoke_test=True, timeout=1)
+
+    assert failed
+    assert result["last_seen"] == "/v1/completions answered HTTP 500: internal error"
+    assert result["attempts"] > 1
+
+
+def test_a_server_that_accepts_but_never_answers_is_not_ready(monkeypatch, clock, server):
+    # Real time: the probe's socket timeout is what is under test.
+    monkeypatch.setattr(_endpoint_probe, "PROBE_TIMEOUT", 0.05)
+    server._server.server_activate()  # listening, but nobody accepts or answers
+
+    failed, result = run(monkeypatch, base_url=server.url, model="tiny", timeout=0)
+
+    assert failed
+    assert result["last_seen"] == "no answer within the probe timeout on /health"
+
+
+def test_unit_failure_is_reported_within_a_poll_with_the_fatal_line(monkeypatch, clock, server, systemd):
+    systemd.journal = CUDA_OOM_JOURNAL[:2]
+
+    def crash():
+        systemd.set(ActiveState="failed", SubState="failed", Result="exit-code", MainPID=0,
+                    ExecMainCode=1, ExecMainStatus=1)
+        systemd.journal = list(CUDA_OOM_JOURNAL)
+
+    clock.at(42.0, crash)
+
+    failed, result = run(monkeypatch, base_url=server.url, model="tiny", unit=UNIT, timeout=2400)
+
+    assert failed
+    assert 42.0 <= result["elapsed"] <= 42.25
+    assert result["fatal_line"] == OOM_LINE
+    assert result["journal"] == CUDA_OOM_JOURNAL
+    assert result["unit_state"]["active_state"] == "failed"
+    assert result["unit_state"]["exec_main_status"] == 1
+    assert result["msg"] == ("%s failed (result exit-code, main process exited with status 1) after %.1f s: %s"
+                             % (UNIT, result["elapsed"], OOM_LINE))
+    journal_call = systemd.calls("journalctl")[-1]
+    assert journal_call[:9] == ["/usr/bin/journalctl", "-u", UNIT, "-n", "200", "-o", "cat", "--no-pager", "--since"]
+    # The unit left "inactive" at monotonic 4990 s, 10 s before the wait began.
+    assert journal_call[9] == "@%d" % (FakeClock.EPOCH + 4990 - 1)
+
+
+def test_the_unit_is_checked_before_every_http_attempt(monkeypatch, clock, server, systemd):
+    clock.at(1.0, server.start)
+
+    failed, result = run(monkeypatch, base_url=server.url, model="tiny", unit=UNIT)
+
+    assert not failed
+    assert len(systemd.calls("systemctl")) == result["attempts"]
+    assert result["unit_state"]["active_state"] == "active"
+    assert "journal" not in result
+
+
+def test_a_restart_fails_the_wait_even_when_the_unit_is_active_again(monkeypatch, clock, server, systemd):
+    systemd.set(NRestarts=2)  # restarts from an earlier run do not count
+    clock.at(5.0, lambda: systemd.set(NRestarts=3, MainPID=48377))
+
+    failed, result = run(monkeypatch, base_url=server.url, model="tiny", unit=UNIT)
+
+    assert failed
+    assert result["msg"].startswith("%s restarted 1 time(s) since the wait began after 5." % UNIT)
+    assert result["unit_state"]["n_restarts"] == 3
+
+
+@pytest.mark.parametrize("properties, problem", [
+    (dict(ActiveState="activating", SubState="auto-restart", Result="signal", ExecMainCode=2, ExecMainStatus=9),
+     "is restarting after its main process ended (main process killed by signal 9)"),
+    (dict(ActiveState="inactive", SubState="dead"), "is inactive (dead)"),
+    (dict(ActiveState="deactivating", SubState="stop-sigterm"), "is deactivating (stop-sigterm)"),
+    (dict(LoadState="not-found", ActiveState="inactive", SubState="dead"), "is not loaded (not-found)"),
+])
+def test_unit_states_that_cannot_become_ready_fail_fast(monkeypatch, clock, server, systemd, properties, problem):
+    systemd.set(**properties)
+    systemd.journal = ["INFO 11-29 14:02:11 [api_server.py:1885] vLLM API server version 0.32.0"]
+
+    failed, result = run(monkeypatch, base_url=server.url, model="tiny", unit=UNIT)
+
+    assert failed
+    assert result["msg"].startswith("%s %s after 0.0 s: " % (UNIT, problem))
+    assert result["attempts"] == 1
+    assert result["last_seen"] == "unit " + problem
+
+
+def test_a_journal_that_lags_behind_the_crash_is_read_again(monkeypatch, clock, server, systemd):
+    systemd.set(ActiveState="failed", SubState="failed", Result="exit-code", ExecMainCode=1, ExecMainStatus=1)
+    systemd.journal = CUDA_OOM_JOURNAL[:2]
+    clock.at(0.1, lambda: setattr(systemd, "journal", list(CUDA_OOM_JOURNAL)))
+
+    failed, result = run(monkeypatch, base_url=server.url, model="tiny", unit=UNIT)
+
+    assert failed
+    assert len(systemd.calls("journalctl")) == 2
+    assert result["fatal_line"] == OOM_LINE
+
+
+def test_a_crash_without_a_known_pattern_quotes_the_last_line(monkeypatch, clock, server, systemd):
+    systemd.set(ActiveState="failed", SubState="failed", Result="signal", ExecMainCode=2, ExecMainStatus=9)
+    systemd.journal = ["vllm-tiny-ngram.service: Main process exited, code=killed, status=9/KILL"]
+
+    failed, result = run(monkeypatch, base_url=server.url, model="tiny", unit=UNIT)
+
+    assert failed
+    assert result["fatal_line"] is None
+    assert result["msg"].endswith(": vllm-tiny-ngram.service: Main process exited, code=killed, status=9/KILL")
+
+
+def test_systemctl_errors_fail_clearly_with_elapsed_and_attempts(monkeypatch, clock, server, systemd):
+    systemd.show_rc = 1
+
+    failed, result = run(monkeypatch, base_url=server.url, unit=UNIT)
+
+    assert failed
+    assert result["msg"] == ("systemctl show %s failed (rc 1): Failed to connect to bus: No such file or directory"
+                             % UNIT)
+    assert result["attempts"] == 1 and result["elapsed"] == 0.0
+
+
+def test_missing_systemctl_is_a_clear_error(monkeypatch, clock, server, systemd):
+    monkeypatch.setattr(basic.AnsibleModule, "get_bin_path", lambda self, name, required=False, opt_dirs=None: None)
+
+    failed, result = run(monkeypatch, base_url=server.url, unit=UNIT)
+
+    assert failed
+    assert result["msg"] == "unit is set but systemctl is not in PATH on this host"
+
+
+@pytest.mark.parametrize("args", [dict(timeout=-1), dict(sleep=0), dict(progress_interval=-5)])
+def test_nonsense_numbers_are_refused(monkeypatch, clock, server, args):
+    failed, result = run(monkeypatch, base_url=server.url, **args)
+
+    assert failed
+    assert result["msg"] == "timeout and progress_interval must not be negative, sleep must be positive"
+
+
+def test_progress_chunks_continue_one_wait_through_resume(monkeypatch, clock, server, systemd):
+    systemd.journal = [
+        "(EngineCore_DP0 pid=48201) INFO 11-29 14:00:40 [gpu_model_runner.py:2602] Starting to load model /srv/models/tiny...",
+        "(EngineCore_DP0 pid=48201) INFO 11-29 14:01:10 [default_loader.py:267] Loading weights took 29.87 seconds",
+        "(EngineCore_DP0 pid=48201) DEBUG 11-29 14:01:11 [utils.py:12] some unrelated detail",
+    ]
+    args = dict(base_url=server.url, model="tiny", unit=UNIT, timeout=100, progress_interval=30)
+
+    failed, first = run(monkeypatch, **args)
+
+    assert not failed
+    assert first["ready"] is False
+    assert 30.0 <= first["elapsed"] <= 30.25
+    assert first["phase_line"] == systemd.journal[1]
+    assert first["journal"] == systemd.journal
+    assert re.match(r"^30s elapsed, not ready yet; last seen: connection refused on /health; unit active \(running\); "
+                    r"log: \(EngineCore_DP0 pid=48201\) INFO .* Loading weights took 29.87 seconds$", first["msg"])
+    assert first["resume"]["restarts_baseline"] == 0
+
+    # The unit restarts between two calls: the second call must still see it as a restart.
+    systemd.set(NRestarts=1)
+    failed, second = run(monkeypatch, resume=first["resume"], **args)
+
+    assert failed
+    assert "restarted 1 time(s) since the wait began" in second["msg"]
+    assert second["attempts"] == first["attempts"] + 1
+
+
+def test_resumed_wait_keeps_deadline_attempts_and_stage_times(monkeypatch, clock, server):
+    args = dict(base_url=server.url, model="tiny", timeout=100, progress_interval=30)
+    failed, first = run(monkeypatch, **args)
+    assert not failed and not first["ready"]
+
+    clock.at(45.0, server.start)
+    failed, second = run(monkeypatch, resume=first["resume"], **args)
+
+    assert not failed and second["ready"]
+    assert 45.0 <= second["elapsed"] <= 45.25
+    assert second["stages"]["health"] == second["elapsed"]
+    assert second["attempts"] > first["attempts"]
+
+
+def test_a_resumed_wait_fails_at_the_original_deadline(monkeypatch, clock, server):
+    args = dict(base_url=server.url, model="tiny", timeout=50, progress_interval=30)
+    failed, first = run(monkeypatch, **args)
+    assert not failed
+
+    failed, second = run(monkeypatch, resume=first["resume"], **args)
+
+    assert failed
+    assert second["elapsed"] == 50.0
+    assert "not ready after 50.0 s" in second["msg"]
+
+
+@pytest.mark.parametrize("change, reason", [
+    (dict(base_url="http://127.0.0.1:1"), "it was made for "),
+    (dict(started="soon"), "the token has no valid 'started' time"),
+    (dict(boot_id="another-boot"), "the token was made before the host last booted"),
+    (dict(started=10 ** 9), "the token's start lies in the future of this host's clock"),
+    (dict(attempts="many"), "it holds malformed counters"),
+])
+def test_a_resume_token_from_elsewhere_is_refused(monkeypatch, clock, server, change, reason):
+    args = dict(base_url=server.url, model="tiny", timeout=100, progress_interval=1)
+    failed, first = run(monkeypatch, **args)
+    assert not failed
+
+    failed, result = run(monkeypatch, resume=dict(first["resume"], **change), **args)
+
+    assert failed
+    assert result["msg"].startswith("resume does not continue a wait of this host: " + reason)
+
+
+def test_check_mode_reports_once_without_waiting_or_failing(monkeypatch, clock, server, systemd):
+    systemd.set(ActiveState="inactive", SubState="dead")
+
+    failed, result = run(monkeypatch, check_mode=True, base_url=server.url, model="tiny", unit=UNIT)
+
+    assert not failed
+    assert result["ready"] is False and result["attempts"] == 1
+    assert clock.sleeps == []
+    assert result["msg"].startswith("%s is inactive (dead)" % UNIT)
+
+
+def test_check_mode_reports_a_ready_server(monkeypatch, clock, server):
+    server.start()
+
+    failed, result = run(monkeypatch, check_mode=True, base_url=server.url, model="tiny")
+
+    assert not failed and result["ready"] is True
+
+
+def test_check_mode_reports_a_loading_server(monkeypatch, clock, server):
+    failed, result = run(monkeypatch, check_mode=True, base_url=server.url, model="tiny", timeout=600)
+
+    assert not failed and result["ready"] is False
+    assert result["last_seen"] == "connection refused on /health"
+    assert clock.sleeps == []

@@ -1,0 +1,147 @@
+# Copyright (c) 2026, llmops.vllm maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from ansible_collections.llmops.vllm.plugins.plugin_utils._comparison import comparison_rows
+from ansible_collections.llmops.vllm.plugins.plugin_utils._report import (
+    CHART_UNAVAILABLE,
+    markdown_report,
+    text_table,
+    write_report,
+)
+from ansible_collections.llmops.vllm.plugins.plugin_utils._results_store import BenchmarkRecord
+
+RUN_1 = 'aaaaaaaa11111111'
+RUN_2 = 'bbbbbbbb22222222'
+
+
+def record(variant, run_id, recorded_at, host='gpu-node-1', row_id=None, task_failed=False, **metrics):
+    return BenchmarkRecord(
+        recorded_at=recorded_at, run_id=run_id, host=host, model='kimi-k2.5', variant=variant,
+        metrics={'max_concurrency': 4, **metrics}, row_id=row_id, task_failed=task_failed,
+        labels={'vllm_version': '0.33.0', 'unit_checksum': f'{variant}0123456789abcdef'},
+        options={'num_prompts': 32},
+    )
+
+
+# Hand-checked: against the 74.0 tok/s baseline of run 1, n-gram is (60 - 74) / 74 = -18.9% and
+# slower; EAGLE-3 of run 2, which measured no baseline, is (81.4 - 74) / 74 = +10.0% and faster.
+# TPOT 15.84 and 11.88 ms against 13.2 ms are +20.0% and -10.0%; TTFT 90 and 110 ms against 100 ms
+# are -10.0% and +10.0%.
+RECORDS = [
+    record('baseline', RUN_1, '2026-05-01T10:00:00Z', row_id=1,
+           output_throughput=74.0, median_tpot_ms=13.2, median_ttft_ms=100.0, failed=0),
+    record('ngram', RUN_1, '2026-05-01T10:20:00Z', row_id=2, output_throughput=60.0, median_tpot_ms=15.84,
+           median_ttft_ms=90.0, spec_decode_acceptance_rate=65.6, failed=0),
+    record('eagle3', RUN_2, '2026-05-02T09:00:00Z', row_id=3, output_throughput=81.4, median_tpot_ms=11.88,
+           median_ttft_ms=110.0, spec_decode_acceptance_rate=52.0, failed=2),
+    record('baseline', RUN_2, '2026-05-02T09:30:00Z', host='gpu-node-2', row_id=4, output_throughput=71.0,
+           output_throughput_mean=70.0, output_throughput_ci95=1.3, median_tpot_ms=14.0, median_ttft_ms=95.0),
+]
+
+
+def test_markdown_report_of_a_hand_checked_history():
+    groups = comparison_rows(RECORDS, RECORDS, 'baseline', 5.0)
+    lines = markdown_report(RECORDS, groups, 'baseline', 5.0, charts={('gpu-node-1', 'kimi-k2.5'): 'chart.png'}).splitlines()
+    assert lines[:4] == [
+        '# vLLM variant benchmarks',
+        '',
+        '4 results from 2 runs, the latest recorded at 2026-05-02T09:30:00Z.',
+        "Baseline variant 'baseline'. Verdicts compare output tokens/s: from the 95% confidence intervals"
+        ' when repeats gave both sides one, otherwise a ±5% noise band.',
+    ]
+    first = lines.index('## `gpu-node-1` / `kimi-k2.5`')
+    second = lines.index('## `gpu-node-2` / `kimi-k2.5`')
+    node_1 = lines[first:second]
+    assert node_1[4:9] == [
+        '| variant | concurrency | output tok/s | Δ output | median TPOT (ms) | Δ TPOT | median TTFT (ms) | Δ TTFT'
+        ' | acceptance | verdict | baseline |',
+        '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |',
+        '| baseline | 4 | 74.0 |  | 13.20 |  | 100.0 |  | – | baseline | – |',
+        '| eagle3 | 4 | 81.4 | +10.0% | 11.88 | -10.0% | 110.0 | +10.0% | 52.0% | faster'
+        ' | 74.0 tok/s, earlier run `aaaaaaaa` (2026-05-01T10:00:00Z) |',
+        '| ngram | 4 | 60.0 | -18.9% | 15.84 | +20.0% | 90.0 | -10.0% | 65.6% | slower'
+        ' | 74.0 tok/s, same run (2026-05-01T10:00:00Z) |',
+    ]
+    assert '- eagle3 at concurrency 4: no baseline in the same run; compared with the baseline of run aaaaaaaa' \
+           ' recorded at 2026-05-01T10:00:00Z.' in node_1
+    assert '- eagle3 at concurrency 4: 2 requests failed.' in node_1
+    history = node_1[node_1.index('### History') + 4:]
+    assert history[:3] == [
+        '| 2026-05-01T10:00:00Z | `aaaaaaaa` | baseline | 4 | 74.0 | 13.20 | 100.0 | – | 0 | 0.33.0 | `baseline0123` |  |',
+        '| 2026-05-02T09:00:00Z | `bbbbbbbb` | eagle3 | 4 | 81.4 | 11.88 | 110.0 | 52.0% | 2 | 0.33.0 | `eagle3012345` |  |',
+        '| 2026-05-01T10:20:00Z | `aaaaaaaa` | ngram | 4 | 60.0 | 15.84 | 90.0 | 65.6% | 0 | 0.33.0 | `ngram0123456` |  |',
+    ]
+    assert '![Output tokens/s over time on gpu-node-1, kimi-k2.5](chart.png)' in node_1
+    # The mean of the repeats and its 95% interval are shown, not the pooled throughput.
+    assert '| baseline | 4 | 70.0 ± 1.3 |  | 14.00 |  | 95.0 |  | – | baseline | – |' in lines[second:]
+    assert not any(line.startswith('![') for line in lines[second:])
+
+
+def test_console_table_of_the_same_history():
+    groups = comparison_rows(RECORDS, RECORDS, 'baseline', 5.0)
+    lines = text_table(groups, 'baseline').splitlines()
+    assert lines[0] == 'host gpu-node-1, model kimi-k2.5'
+    assert lines[1].split() == ['variant', 'conc', 'output', 'tok/s', 'vs', 'base', 'TPOT', 'ms', 'vs', 'base',
+                                'TTFT', 'ms', 'vs', 'base', 'accept', 'verdict', 'baseline']
+    assert lines[3].split() == ['eagle3', '4', '81.4', '+10.0%', '11.88', '-10.0%', '110.0', '+10.0%', '52.0%',
+                                'faster', 'earlier', 'run', 'aaaaaaaa', '(2026-05-01T10:00:00Z)']
+    assert lines[4].split() == ['ngram', '4', '60.0', '-18.9%', '15.84', '+20.0%', '90.0', '-10.0%', '65.6%',
+                                'slower', 'this', 'run']
+    assert '  note: eagle3 at concurrency 4: 2 requests failed.' in lines
+    assert lines.index('host gpu-node-2, model kimi-k2.5') > 0
+
+
+def test_console_table_marks_failed_tasks_and_missing_verdicts():
+    records = [record('baseline', RUN_1, '2026-05-01T10:00:00Z', output_throughput=0.0),
+               record('ngram', RUN_1, '2026-05-01T10:01:00Z', output_throughput=9.0, task_failed=True)]
+    lines = text_table(comparison_rows(records, records, 'baseline', 5.0), 'baseline').splitlines()
+    assert 'no verdict (task failed)' in lines[3]
+    assert '  note: ngram at concurrency 4: no verdict, the baseline produced no output tokens, so there is' \
+           ' nothing to compare against.' in lines
+
+
+def test_an_empty_history_says_so():
+    assert markdown_report([], {}, 'baseline', 5.0) == '# vLLM variant benchmarks\n\nNo benchmark results are stored yet.\n'
+
+
+def hide_matplotlib(monkeypatch):
+    for name in ('matplotlib', 'matplotlib.figure', 'matplotlib.backends.backend_agg'):
+        monkeypatch.setitem(sys.modules, name, None)
+
+
+def test_write_report_changes_only_what_differs(tmp_path, monkeypatch):
+    hide_matplotlib(monkeypatch)
+    path = tmp_path / 'out' / 'report.md'
+    preview = write_report(str(path), RECORDS[:2], 'baseline', 5.0, check_mode=True)
+    assert preview.changed and not path.exists()
+    first = write_report(str(path), RECORDS[:2], 'baseline', 5.0)
+    assert first.changed and first.before == '' and path.read_text(encoding='utf-8') == first.after
+    assert CHART_UNAVAILABLE in first.after and first.chart_note == CHART_UNAVAILABLE and first.charts == ()
+    assert sorted(entry.name for entry in path.parent.iterdir()) == ['report.md']
+    assert not write_report(str(path), RECORDS[:2], 'baseline', 5.0).changed
+    third = write_report(str(path), RECORDS, 'baseline', 5.0)
+    assert third.changed and third.before == first.after
+
+
+def test_write_report_without_charts_does_not_mention_them(tmp_path):
+    outcome = write_report(str(tmp_path / 'report.md'), RECORDS, 'baseline', 5.0, draw_charts=False)
+    assert outcome.chart_note is None and '![' not in outcome.after and 'Chart not drawn' not in outcome.after
+
+
+def test_write_report_draws_one_chart_per_host_and_model(tmp_path):
+    pytest.importorskip('matplotlib')
+    outcome = write_report(str(tmp_path / 'report.md'), RECORDS, 'baseline', 5.0)
+    assert [path.rsplit('/', 1)[1] for path in outcome.charts] == [
+        'report-gpu-node-1-kimi-k2.5.png', 'report-gpu-node-2-kimi-k2.5.png']
+    for chart in outcome.charts:
+        with open(chart, 'rb') as handle:
+            assert handle.read(8) == b'\x89PNG\r\n\x1a\n'
+    assert '![Output tokens/s over time on gpu-node-1, kimi-k2.5](report-gpu-node-1-kimi-k2.5.png)' in outcome.after
+    assert not write_report(str(tmp_path / 'report.md'), RECORDS, 'baseline', 5.0).changed
