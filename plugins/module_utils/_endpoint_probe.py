@@ -300,7 +300,10 @@ class ReadinessWait:
                 return result
             if check_only or self.deadline.expired() or (self.chunk and self.chunk.expired()):
                 return self._not_ready(state, seen, timed_out=not check_only and self.deadline.expired())
-            self.deadline.sleep(self.backoff.next())
+            pause = self.backoff.next()
+            if self.chunk:
+                pause = min(pause, self.chunk.remaining())
+            self.deadline.sleep(pause)
 
     def _record(self, seen):
         for stage in seen.reached:

@@ -59,12 +59,13 @@ def _is_int(value):
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _text(value):
-    """Render a scalar the way it was written: 0.92 stays "0.92", not "0.9200000000000000".
+def _is_port(value):
+    return _is_int(value) and 1 <= value <= 65535
 
-    str() also turns Ansible's tagged string subclasses into plain strings.
-    """
-    return repr(float(value)) if isinstance(value, float) else str(value)
+
+def _text(value):
+    """A scalar as text: numbers in their shortest form (0.92), Ansible's tagged strings as plain str."""
+    return str(value)
 
 
 def _json(value):
@@ -210,7 +211,7 @@ class _Settings:
         if not isinstance(host, str) or not host or re.search(r"[\s\x00]", host):
             problems.append("vllm_host: must be an address or host name without whitespace, got %r" % (host,))
         self.port = port
-        if not _is_int(port) or not 1 <= port <= 65535:
+        if not _is_port(port):
             problems.append("vllm_port: must be an integer from 1 to 65535, got %r" % (port,))
         paths = (("vllm_venv", venv), ("vllm_config_dir", config_dir), ("vllm_state_dir", state_dir))
         for variable, path in paths:
@@ -260,7 +261,7 @@ def _resolve_one(problems, settings, name, overrides):
     serve_args = dict(settings.serve_args)
     serve_args.update(variant_args)
     port = serve_args.pop("port", settings.port)
-    if "port" in variant_args and (not _is_int(port) or not 1 <= port <= 65535):
+    if "port" in variant_args and not _is_port(port):
         problems.append("%s.serve_args.port: must be an integer from 1 to 65535, got %r" % (where, port))
 
     _check_tensor_parallel_size(problems, where + ".serve_args", variant_args, settings.gpu_count)
@@ -354,7 +355,7 @@ def resolve_variants(variants, model, serve_args=None, environment=None, baselin
     problems = []
     settings = _Settings(problems, model, serve_args, environment, baseline, host, port, gpu_count, venv, version,
                          config_dir, state_dir)
-    # Only the names: the values stay out of the controller's hands until the secrets file is written.
+    # Only the names come this way, so no message can ever show a secret value.
     for name in secret_environment_names or ():
         if not isinstance(name, str) or not ENVIRONMENT_NAME.match(name):
             problems.append("vllm_secret_environment.%s: not a valid environment variable name (letters, digits, "

@@ -24,16 +24,17 @@ description:
   - The load generator uses only the Python standard library. Run the task on the controller or a load-generator
     host with C(delegate_to), not on the GPU node, so that the client does not compete with the server for CPU.
 author:
-  - llmops.vllm maintainers
+  - llmops.vllm maintainers (!UNKNOWN)
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
 attributes:
   check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
-    details:
-      - In check mode no request is sent; RV(results) is empty and RV(msg) says so.
+    details: In check mode no request is sent; RV(results) is empty and RV(msg) says so.
   diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in diff mode).
     support: none
+  platform:
+    platforms: posix
 options:
   base_url:
     description:
@@ -433,7 +434,7 @@ def main():
             concurrency=dict(type="list", elements="int", default=[1]),
             request_rate=dict(type="float"),
             burstiness=dict(type="float"),
-            max_tokens=dict(type="int", default=256),
+            max_tokens=dict(type="int", default=256, no_log=False),
             temperature=dict(type="float", default=0.0),
             ignore_eos=dict(type="bool", default=True),
             warmup_requests=dict(type="int", default=1),

@@ -117,8 +117,9 @@ EXAMPLES = r"""
     timeout: 900
   register: vllm_ready
 
-# A 1T model loads for half an hour: return every 30 seconds so each loop item prints the elapsed
-# time and the latest load phase from the unit's journal, and pass the resume token back.
+# A 1T model loads for half an hour: return every 25 seconds (a line at least every 30 seconds,
+# counting the time each call takes to start) so each loop item prints the elapsed time and the
+# latest load phase from the unit's journal, and pass the resume token back.
 - name: Wait until vLLM serves the model, showing progress
   llmops.vllm.wait_for_openai_endpoint:
     base_url: http://127.0.0.1:8000
@@ -127,10 +128,10 @@ EXAMPLES = r"""
     unit: vllm-kimi-k2.5-eagle3.service
     smoke_test: true
     timeout: 2400
-    progress_interval: 30
+    progress_interval: 25
     resume: "{{ omit if vllm_ready_try == 0 else vllm_ready.resume }}"
   register: vllm_ready
-  loop: "{{ range(0, 2400 // 30 + 2) | list }}"
+  loop: "{{ range(0, 2400 // 25 + 2) | list }}"
   loop_control:
     loop_var: vllm_ready_try
     label: "{{ vllm_ready.msg }}"

@@ -12,6 +12,7 @@ import re
 import shutil
 import subprocess
 import sys
+from collections import namedtuple
 from pathlib import Path
 
 import pytest
@@ -63,6 +64,7 @@ MOCK = {
         },
     },
 }
+Rendered = namedtuple("Rendered", "dir stdout")
 EAGLE3 = {"speculative_config": {"method": "eagle3", "model": "/srv/models/eagle3-draft",
                                  "num_speculative_tokens": 4}}
 
@@ -92,8 +94,10 @@ def test_variant_specs_resolves_the_baseline_and_every_variant():
 
 def test_variant_specs_errors_are_filter_errors_listing_every_problem():
     variants = {"ngram": {"speculative_config": {"method": "ngram", "num_speculative_tokens": 0}}}
+    settings = filter_settings(MOCK)
+    settings["port"] = 0
     with pytest.raises(AnsibleFilterError) as caught:
-        variant_specs(variants, **dict(filter_settings(MOCK), port=0))
+        variant_specs(variants, **settings)
     assert str(caught.value.message) == (
         "invalid vLLM service settings:\n"
         "- vllm_port: must be an integer from 1 to 65535, got 0\n"
@@ -133,7 +137,10 @@ def run_render(tmp_path, hosts):
     inventory = tmp_path / "hosts.yml"
     inventory.write_text(yaml.safe_dump({"vllm_nodes": {"hosts": hosts}}), encoding="utf-8")
     render_dir = tmp_path / "units"
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(COLLECTIONS_PATH), ANSIBLE_CONFIG=os.devnull,
+    # An empty configuration keeps the checkout's callbacks and settings out of this run.
+    config = tmp_path / "ansible.cfg"
+    config.write_text("[defaults]\n", encoding="utf-8")
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(COLLECTIONS_PATH), ANSIBLE_CONFIG=str(config),
                ANSIBLE_NOCOLOR="1", ANSIBLE_LOCALHOST_WARNING="0", ANSIBLE_INVENTORY_UNPARSED_WARNING="0",
                ANSIBLE_PYTHON_INTERPRETER=sys.executable)
     completed = subprocess.run(
@@ -150,11 +157,11 @@ def rendered(tmp_path_factory):
     with_eagle3["vllm_variants"]["eagle3"] = EAGLE3
     completed, render_dir = run_render(tmp_path_factory.mktemp("render"), {"two": MOCK, "three": with_eagle3})
     assert completed.returncode == 0, completed.stdout + completed.stderr
-    return render_dir, completed.stdout
+    return Rendered(render_dir, completed.stdout)
 
 
 def test_render_writes_every_variant_of_each_host(rendered):
-    render_dir, _ = rendered
+    render_dir = rendered.dir
     assert sorted(p.name for p in (render_dir / "two").iterdir()) == [
         "tiny-llama-baseline.env", "tiny-llama-ngram.env",
         "vllm-tiny-llama-baseline.service", "vllm-tiny-llama-ngram.service"]
@@ -162,10 +169,10 @@ def test_render_writes_every_variant_of_each_host(rendered):
 
 
 def test_adding_a_variant_leaves_the_baseline_files_byte_identical(rendered):
-    render_dir, _ = rendered
+    render_dir = rendered.dir
     for name in ("vllm-tiny-llama-baseline.service", "tiny-llama-baseline.env"):
         assert (render_dir / "two" / name).read_bytes() == (render_dir / "three" / name).read_bytes()
-    # The comparison can fail: the other variant's unit does change, its Before= now names eagle3's... or not.
+    # The comparison can fail: the n-gram unit, which is declared against every other variant, does change.
     ngram_two = (render_dir / "two" / "vllm-tiny-llama-ngram.service").read_text()
     ngram_three = (render_dir / "three" / "vllm-tiny-llama-ngram.service").read_text()
     assert ngram_two != ngram_three
@@ -173,7 +180,7 @@ def test_adding_a_variant_leaves_the_baseline_files_byte_identical(rendered):
 
 
 def test_rendering_is_deterministic(rendered, tmp_path):
-    render_dir, _ = rendered
+    render_dir = rendered.dir
     completed, again = run_render(tmp_path, {"two": MOCK})
     assert completed.returncode == 0, completed.stdout + completed.stderr
     for path in (render_dir / "two").iterdir():
@@ -181,7 +188,7 @@ def test_rendering_is_deterministic(rendered, tmp_path):
 
 
 def test_the_baseline_unit_declares_no_conflicts_and_variants_conflict_with_all_others(rendered):
-    render_dir, _ = rendered
+    render_dir = rendered.dir
     baseline = (render_dir / "three" / "vllm-tiny-llama-baseline.service").read_text()
     assert "Conflicts=" not in baseline and "After=vllm-" not in baseline and "Before=" not in baseline
     eagle3 = (render_dir / "three" / "vllm-tiny-llama-eagle3.service").read_text()
@@ -192,7 +199,7 @@ def test_the_baseline_unit_declares_no_conflicts_and_variants_conflict_with_all_
 
 
 def test_units_carry_the_managed_header_and_the_settings_the_switch_relies_on(rendered):
-    render_dir, _ = rendered
+    render_dir = rendered.dir
     unit = (render_dir / "two" / "vllm-tiny-llama-ngram.service").read_text()
     assert unit.startswith("#\n# Ansible managed\n#\n[Unit]\n")
     for line in ("Type=exec", "KillMode=control-group", "Restart=on-failure", "TimeoutStartSec=450",
@@ -202,12 +209,13 @@ def test_units_carry_the_managed_header_and_the_settings_the_switch_relies_on(re
                  "EnvironmentFile=-/etc/vllm/tiny-llama.secrets.env",
                  "Description=vLLM tiny-llama (ngram): n-gram, 9-26%% slower on the GPU node"):
         assert line + "\n" in unit
+    # Each of these would close the GPU device nodes to the service, or break torch's JIT.
     for setting in ("MemoryDenyWriteExecute", "PrivateDevices", "DeviceAllow", "DevicePolicy", "ProtectClock"):
-        assert setting + "=" not in unit
+        assert not re.search(r"^%s=" % setting, unit, re.M)
 
 
 def test_rendered_exec_start_runs_exactly_the_resolved_argv(rendered):
-    render_dir, _ = rendered
+    render_dir = rendered.dir
     specs = variant_specs(MOCK["vllm_variants"], **filter_settings(MOCK))
     for name, spec in specs.items():
         unit = (render_dir / "two" / spec["unit_name"]).read_text()
@@ -220,13 +228,13 @@ def test_rendered_exec_start_runs_exactly_the_resolved_argv(rendered):
 
 
 def test_rendered_environment_files_hold_exactly_the_merged_environment(rendered):
-    render_dir, _ = rendered
+    render_dir = rendered.dir
     assert parse_environment_file((render_dir / "two" / "tiny-llama-ngram.env").read_text()) == MOCK[
         "vllm_environment"]
 
 
 def test_rendered_units_pass_systemd_analyze_verify_untouched(rendered):
-    render_dir, stdout = rendered
+    render_dir, stdout = rendered.dir, rendered.stdout
     if shutil.which("systemd-analyze") is None:
         pytest.skip("systemd-analyze is not installed")
     assert "Verify the rendered units with systemd-analyze" in stdout

@@ -73,25 +73,25 @@ def test_configs_vllm_accepts_pass(config, target_tp):
 ])
 def test_configs_vllm_refuses_are_reported_with_key_and_rule(config, key, rule):
     found = problems(config, target_tp=8)
-    assert [k for k, _ in found] == [key], found
+    assert [problem[0] for problem in found] == [key], found
     assert rule in found[0][1]
 
 
 def test_every_problem_is_reported_not_only_the_first():
     found = problems({"method": "ngram", "num_speculative_tokens": 0, "prompt_lookup_min": 3,
                       "prompt_lookup_max": 2, "bogus": 1})
-    assert [key for key, _ in found] == ["bogus", "num_speculative_tokens", "prompt_lookup_min"]
+    assert [problem[0] for problem in found] == ["bogus", "num_speculative_tokens", "prompt_lookup_min"]
 
 
 def test_unknown_keys_pass_when_the_variant_allows_them():
     config = {"method": "ngram", "num_speculative_tokens": 5, "speculative_token_tree": "[(0,)]"}
     assert problems(config, allow_unknown_keys=True) == []
-    assert [key for key, _ in problems(config)] == ["speculative_token_tree"]
+    assert [problem[0] for problem in problems(config)] == ["speculative_token_tree"]
 
 
 def test_allow_unknown_keys_does_not_let_tensor_parallel_size_through():
     config = {"method": "ngram", "num_speculative_tokens": 5, "tensor_parallel_size": 1}
-    assert [key for key, _ in problems(config, allow_unknown_keys=True)] == ["tensor_parallel_size"]
+    assert [problem[0] for problem in problems(config, allow_unknown_keys=True)] == ["tensor_parallel_size"]
 
 
 @pytest.mark.parametrize("method", ["medusa", "mlp_speculator"])
@@ -105,7 +105,7 @@ def test_methods_removed_in_033_are_refused_from_that_version(method):
 def test_an_unknown_target_size_skips_only_the_draft_size_comparison():
     config = {"method": "eagle3", "model": "d", "num_speculative_tokens": 4, "draft_tensor_parallel_size": 4}
     assert problems(config, target_tp=None) == []
-    assert [key for key, _ in problems(dict(config, draft_tensor_parallel_size="4"), target_tp=None)] == [
+    assert [problem[0] for problem in problems(dict(config, draft_tensor_parallel_size="4"), target_tp=None)] == [
         "draft_tensor_parallel_size"]
 
 

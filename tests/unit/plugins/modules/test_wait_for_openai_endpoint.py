@@ -340,7 +340,7 @@ def test_progress_chunks_continue_one_wait_through_resume(monkeypatch, clock, se
 
     assert not failed
     assert first["ready"] is False
-    assert 30.0 <= first["elapsed"] <= 30.25
+    assert first["elapsed"] == 30.0  # the last pause is cut to the progress boundary
     assert first["phase_line"] == systemd.journal[1]
     assert first["journal"] == systemd.journal
     assert re.match(r"^30s elapsed, not ready yet; last seen: connection refused on /health; unit active \(running\); "

@@ -16,4 +16,4 @@ from ansible.plugins.loader import init_plugin_loader
 from ansible.utils.collection_loader import AnsibleCollectionConfig
 
 if AnsibleCollectionConfig.collection_finder is None:
-    init_plugin_loader([str(Path(__file__).resolve().parents[4] / '.cache' / 'collections')])
+    init_plugin_loader([str(Path(__file__).resolve().parents[2] / '.cache' / 'collections')])
