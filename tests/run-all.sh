@@ -3,7 +3,7 @@
 # and the molecule scenarios against the mock GPU node. Prints one line per gate and a summary,
 # exits non-zero when any gate fails, and leaves no mock host running.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 root=$PWD
 logs=$root/tests/output/gates
 rm -rf "$logs" && mkdir -p "$logs"

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """The llmops.vllm mock GPU host: boot it, destroy it, report on it.
 
 A Debian bookworm root filesystem booted with systemd-nspawn, so real systemd and journald run
@@ -203,8 +202,10 @@ def provision(public_key):
     write_file(os.path.join(root, "root/.ssh/authorized_keys"), public_key, mode=0o600)
     os.chmod(os.path.join(root, "root/.ssh"), 0o700)
     for name in ("nvidia-smi", "mock-gpu-hold"):
-        shutil.copy(os.path.join(HERE, "files", name), os.path.join(root, "usr/local/bin", name))
-        os.chmod(os.path.join(root, "usr/local/bin", name), 0o755)
+        with open(os.path.join(HERE, "files", name), encoding="utf-8") as handle:
+            program = handle.read()
+        # The interpreter line is added here: the mock host has python3 and no plain `python`.
+        write_file(os.path.join(root, "usr/local/bin", name), "#!/usr/bin/python3\n" + program, mode=0o755)
     write_file(os.path.join(root, "etc/mock-gpu/gpus.json"), json.dumps(GPU_CONFIG, indent=2) + "\n")
     for unit in MASKED_UNITS:
         link = os.path.join(root, "etc/systemd/system", unit)
