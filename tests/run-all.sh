@@ -77,6 +77,8 @@ gate changelog-lint    antsibull-changelog lint
 gate sanity            tests/sanity.sh
 gate unit-tests        pytest -q tests/unit
 gate molecule-default  molecule test -s default
+gate molecule-faults   molecule test -s faults
+gate molecule-units    molecule test -s units
 
 echo
 echo "gates: $passed passed, $failed failed"

@@ -244,6 +244,7 @@ class ReadinessWait:
         self.attempts = 0
         self.stages = {}
         self.restarts_baseline = None
+        self.run_started = None
         if resume:
             self._continue(resume, timeout)
         else:
@@ -277,6 +278,9 @@ class ReadinessWait:
             state = None
             if self.unit:
                 state = self.unit.state()
+                # The earliest run start seen keeps a crash's journal lines once the unit has restarted.
+                if state.started_monotonic is not None:
+                    self.run_started = min(self.run_started or state.started_monotonic, state.started_monotonic)
                 if self.restarts_baseline is None:
                     self.restarts_baseline = state.n_restarts
                 problem = unit_problem(state, self.restarts_baseline)
@@ -325,28 +329,32 @@ class ReadinessWait:
             result["unit_state"] = state.as_dict()
         return result
 
-    def _journal(self, state):
-        return self.unit.journal(JOURNAL_SCAN_LINES, since_monotonic=state.started_monotonic)
+    def _journal(self):
+        return self.unit.journal(JOURNAL_SCAN_LINES, since_monotonic=self.run_started)
 
     def _unit_failure(self, state, problem, check_only):
         result = self._result(state, ready=False, failed=not check_only, last_seen="unit %s" % problem)
-        lines = self._journal(state)
+        lines = self._journal()
         fatal = find_fatal_line(lines)
         if fatal is None and not check_only:
             time.sleep(JOURNAL_SETTLE)
-            lines = self._journal(state)
+            lines = self._journal()
             fatal = find_fatal_line(lines)
         result["journal"] = lines[-JOURNAL_RETURN_LINES:]
         result["fatal_line"] = fatal
         cause = fatal or (lines[-1] if lines else "the journal has no lines for this run")
         result["msg"] = "%s %s after %.1f s: %s" % (self.unit.name, problem, result["elapsed"], cause)
+        exited = state.main_exited_monotonic
+        # An exit from before the latest main process started is not the crash being reported.
+        if exited is not None and (state.main_started_monotonic is None or exited >= state.main_started_monotonic):
+            result["crash_noticed_after"] = round(max(0.0, time.monotonic() - exited), 3)
         return result
 
     def _not_ready(self, state, seen, timed_out):
         result = self._result(state, ready=False, failed=timed_out, last_seen=seen.last_seen, models=seen.models)
         details = ["last seen: %s" % seen.last_seen]
         if state is not None:
-            lines = self._journal(state)
+            lines = self._journal()
             phase = latest_phase_line(lines)
             result["journal"] = lines[-JOURNAL_RETURN_LINES:]
             result["phase_line"] = phase

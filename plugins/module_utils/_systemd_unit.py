@@ -19,6 +19,8 @@ SHOW_PROPERTIES = (
     "ExecMainCode",
     "ExecMainStatus",
     "InactiveExitTimestampMonotonic",
+    "ExecMainStartTimestampMonotonic",
+    "ExecMainExitTimestampMonotonic",
 )
 
 # si_code values systemd reports in ExecMainCode (see waitid(2)).
@@ -38,6 +40,11 @@ FATAL_PATTERNS = (
     # The final line of a Python traceback, behind vLLM's optional "(EngineCore_DP0 pid=42) " tag.
     ("python_exception", re.compile(r"^(?:\([^)]*\)\s*)?(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception)(?::|$)")),
 )
+
+# vLLM's "(APIServer pid=42) " or "(EngineCore_DP0 pid=42) " in front of a process's lines.
+_PROCESS_TAG = re.compile(r"^\([^)]*\) ")
+VALIDATION_DETAIL_LINES = 2
+VALIDATION_DETAIL_CHARS = 240
 
 # Lines that tell how far a vLLM server has got while it loads (nothing listens until the end).
 LOAD_PHASE_PATTERNS = (
@@ -72,9 +79,14 @@ class UnitState:
         self.main_pid = _to_int(properties.get("MainPID")) or None
         self.exec_main_code = _to_int(properties.get("ExecMainCode"))
         self.exec_main_status = _to_int(properties.get("ExecMainStatus"))
-        inactive_exit = _to_int(properties.get("InactiveExitTimestampMonotonic"))
-        # systemd writes 0 for "never"; the value is in microseconds of CLOCK_MONOTONIC.
-        self.started_monotonic = inactive_exit / 1e6 if inactive_exit else None
+        # systemd writes 0 for "never"; the values are in microseconds of CLOCK_MONOTONIC.
+        left_inactive = _monotonic_seconds(properties.get("InactiveExitTimestampMonotonic"))
+        self.main_started_monotonic = _monotonic_seconds(properties.get("ExecMainStartTimestampMonotonic"))
+        self.main_exited_monotonic = _monotonic_seconds(properties.get("ExecMainExitTimestampMonotonic"))
+        # A unit waiting to restart has left "inactive" again after its main process died, so the
+        # run began at whichever came first: leaving "inactive" or starting the main process.
+        starts = [value for value in (left_inactive, self.main_started_monotonic) if value is not None]
+        self.started_monotonic = min(starts) if starts else None
 
     def describe(self):
         return "%s (%s)" % (self.active_state or "unknown", self.sub_state or "unknown")
@@ -104,6 +116,11 @@ def _to_int(value):
         return int(value)
     except (TypeError, ValueError):
         return None
+
+
+def _monotonic_seconds(microseconds):
+    value = _to_int(microseconds)
+    return value / 1e6 if value else None
 
 
 def parse_show(text):
@@ -139,11 +156,33 @@ def find_fatal_line(lines):
     Patterns are tried most specific first; within one pattern the earliest line wins, since the
     first error is the cause and what follows is usually its echo.
     """
-    for _name, pattern in FATAL_PATTERNS:
-        for line in lines:
+    for name, pattern in FATAL_PATTERNS:
+        for position, line in enumerate(lines):
             if pattern.search(line):
+                if name == "validation_error":
+                    return " | ".join([line] + _validation_details(lines[position + 1:]))
                 return line
     return None
+
+
+def _first_sentence(text, limit):
+    if len(text) <= limit:
+        return text
+    end = text.find(". ")
+    return text[:end + 1] if 0 < end < limit else text[:limit] + "..."
+
+
+def _validation_details(following):
+    """The indented lines under a pydantic ValidationError header, which name the field and rule."""
+    details = []
+    for line in following:
+        text = _PROCESS_TAG.sub("", line, count=1)
+        if not text[:1].isspace() or text.strip().startswith("For further information"):
+            break
+        details.append(_first_sentence(text.strip(), VALIDATION_DETAIL_CHARS))
+        if len(details) == VALIDATION_DETAIL_LINES:
+            break
+    return details
 
 
 def latest_phase_line(lines):

@@ -35,7 +35,7 @@ options:
   gpus:
     description:
       - Indices of the GPUs to wait for, as C(nvidia-smi) numbers them.
-      - All GPUs of the host when not set.
+      - All GPUs of the host when not set. An empty list is refused, since it would select none.
     type: list
     elements: int
   max_used_mib:
@@ -184,6 +184,9 @@ def main():
     result = dict(changed=False, failed=False, elapsed=0.0, attempts=0)
     if params["timeout"] < 0 or params["sleep"] <= 0 or params["max_used_mib"] < 0:
         result.update(failed=True, msg="timeout and max_used_mib must not be negative, sleep must be positive")
+    elif params["gpus"] == []:
+        # An empty selection would count as free whatever holds the GPUs.
+        result.update(failed=True, msg="gpus is an empty list, which selects no GPU; leave it unset to wait for all GPUs")
     else:
         reader = wait = None
         try:

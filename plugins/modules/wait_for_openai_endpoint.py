@@ -231,6 +231,13 @@ journal:
   returned: when O(unit) is set and the server is not ready
   type: list
   elements: str
+crash_noticed_after:
+  description:
+    - Seconds from the end of the unit's main process, as systemd recorded it, to the failed result,
+      that is, how late the crash was noticed.
+  returned: when O(unit) is set and its main process ended during its current run
+  type: float
+  sample: 0.42
 fatal_line:
   description: The journal line that best names why the server died; V(null) when none matches a known pattern.
   returned: when O(unit) is set and the unit failed, stopped or restarted

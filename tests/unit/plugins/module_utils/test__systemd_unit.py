@@ -87,6 +87,16 @@ VALIDATION_JOURNAL = [
     "(APIServer pid=9120) pydantic_core._pydantic_core.ValidationError: 1 validation error for SpeculativeConfig",
     "(APIServer pid=9120)   Value error, prompt_lookup_min=5 must be <= prompt_lookup_max=4 [type=value_error]",
 ]
+# vLLM 0.32 on the mock host, for a context longer than the model's (abridged); a detail line that long
+# is cut after its first sentence.
+MODEL_CONFIG_JOURNAL = [
+    "pydantic_core._pydantic_core.ValidationError: 1 validation error for ModelConfig",
+    "  Value error, User-specified max_model_len (65536) is greater than the derived max_model_len "
+    "(max_position_embeddings=2048.0 or model_max_length=None in model's config.json). To allow overriding this "
+    "maximum, set the env var VLLM_ALLOW_LONG_MAX_MODEL_LEN=1.",
+    "    For further information visit https://errors.pydantic.dev/2.14/v/value_error",
+    "vllm-tiny-llama-crash_at_start.service: Main process exited, code=exited, status=1/FAILURE",
+]
 ENGINE_JOURNAL = [
     "(EngineCore_DP0 pid=9301) ERROR 11-29 13:52:40 [core.py:708] EngineCore failed to start.",
     "(EngineCore_DP0 pid=9301) ERROR 11-29 13:52:40 [core.py:708] ValueError: To serve at least one request with the "
@@ -110,7 +120,11 @@ OOM_KILL_JOURNAL = [
 
 
 @pytest.mark.parametrize("lines, expected", [
-    (VALIDATION_JOURNAL, VALIDATION_JOURNAL[3]),
+    (VALIDATION_JOURNAL, VALIDATION_JOURNAL[3] + " | Value error, prompt_lookup_min=5 must be <= prompt_lookup_max=4 "
+                                               "[type=value_error]"),
+    (MODEL_CONFIG_JOURNAL, "pydantic_core._pydantic_core.ValidationError: 1 validation error for ModelConfig | "
+                           "Value error, User-specified max_model_len (65536) is greater than the derived max_model_len "
+                           "(max_position_embeddings=2048.0 or model_max_length=None in model's config.json)."),
     (ENGINE_JOURNAL, ENGINE_JOURNAL[1]),
     (CPU_JOURNAL, CPU_JOURNAL[1]),
     (GENERIC_JOURNAL, GENERIC_JOURNAL[1]),
@@ -187,7 +201,8 @@ def test_state_asks_systemctl_for_the_properties_it_needs():
     assert unit.state().active_state == "failed"
     assert commands.argvs == [["/usr/bin/systemctl", "show", "vllm-tiny-ngram.service",
                                "--property=LoadState,ActiveState,SubState,Result,NRestarts,MainPID,ExecMainCode,"
-                               "ExecMainStatus,InactiveExitTimestampMonotonic"]]
+                               "ExecMainStatus,InactiveExitTimestampMonotonic,ExecMainStartTimestampMonotonic,"
+                               "ExecMainExitTimestampMonotonic"]]
 
 
 def test_state_raises_when_systemctl_cannot_answer():

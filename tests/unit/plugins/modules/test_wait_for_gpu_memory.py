@@ -202,6 +202,17 @@ def test_an_unknown_gpu_index_is_a_clear_error(monkeypatch, clock, proc):
     assert result["attempts"] == 1 and result["elapsed"] == 0.0
 
 
+def test_an_empty_gpu_list_is_refused_rather_than_counted_as_free(monkeypatch, clock, proc):
+    smi = FakeNvidiaSmi(LOADED)
+    use(monkeypatch, smi)
+
+    failed, result = run(monkeypatch, gpus=[])
+
+    assert failed
+    assert result["msg"] == "gpus is an empty list, which selects no GPU; leave it unset to wait for all GPUs"
+    assert result["attempts"] == 0
+
+
 def test_a_failing_nvidia_smi_is_reported_not_raised(monkeypatch, clock, proc):
     smi = FakeNvidiaSmi({"rc": 9, "err": "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. "
                                          "Make sure that the latest NVIDIA driver is installed and running.\n"})

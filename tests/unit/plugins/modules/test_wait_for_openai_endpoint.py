@@ -214,8 +214,9 @@ def test_unit_failure_is_reported_within_a_poll_with_the_fatal_line(monkeypatch,
     systemd.journal = CUDA_OOM_JOURNAL[:2]
 
     def crash():
+        # The main process ended 0.3 s before systemctl is next asked (monotonic microseconds).
         systemd.set(ActiveState="failed", SubState="failed", Result="exit-code", MainPID=0,
-                    ExecMainCode=1, ExecMainStatus=1)
+                    ExecMainCode=1, ExecMainStatus=1, ExecMainExitTimestampMonotonic=int((clock.now - 0.3) * 1e6))
         systemd.journal = list(CUDA_OOM_JOURNAL)
 
     clock.at(42.0, crash)
@@ -228,6 +229,7 @@ def test_unit_failure_is_reported_within_a_poll_with_the_fatal_line(monkeypatch,
     assert result["journal"] == CUDA_OOM_JOURNAL
     assert result["unit_state"]["active_state"] == "failed"
     assert result["unit_state"]["exec_main_status"] == 1
+    assert result["crash_noticed_after"] == pytest.approx(0.3, abs=0.001)
     assert result["msg"] == ("%s failed (result exit-code, main process exited with status 1) after %.1f s: %s"
                              % (UNIT, result["elapsed"], OOM_LINE))
     journal_call = systemd.calls("journalctl")[-1]
@@ -275,6 +277,38 @@ def test_unit_states_that_cannot_become_ready_fail_fast(monkeypatch, clock, serv
     assert result["msg"].startswith("%s %s after 0.0 s: " % (UNIT, problem))
     assert result["attempts"] == 1
     assert result["last_seen"] == "unit " + problem
+
+
+def test_a_unit_waiting_to_restart_quotes_and_times_the_crash_of_its_last_run(monkeypatch, clock, server, systemd):
+    systemd.journal = CUDA_OOM_JOURNAL[:2]
+
+    def crash():
+        # Restart=on-failure: the unit leaves "failed" for "auto-restart" just after the main process
+        # died, so it left "inactive" after the crash; its main process started at 4990 s.
+        exited = clock.now - 0.2
+        systemd.set(ActiveState="activating", SubState="auto-restart", Result="exit-code", MainPID=0,
+                    ExecMainCode=1, ExecMainStatus=1, ExecMainExitTimestampMonotonic=int(exited * 1e6),
+                    InactiveExitTimestampMonotonic=int((exited + 0.1) * 1e6))
+        systemd.journal = list(CUDA_OOM_JOURNAL)
+
+    clock.at(42.0, crash)
+
+    failed, result = run(monkeypatch, base_url=server.url, model="tiny", unit=UNIT)
+
+    assert failed
+    assert result["fatal_line"] == OOM_LINE
+    assert result["crash_noticed_after"] == pytest.approx(0.2, abs=0.001)
+    assert systemd.calls("journalctl")[-1][9] == "@%d" % (FakeClock.EPOCH + 4990 - 1)
+
+
+def test_an_exit_from_before_the_units_current_run_is_not_timed(monkeypatch, clock, server, systemd):
+    # The unit's current run began at monotonic 4990 s; the recorded exit is from the run before.
+    systemd.set(ActiveState="inactive", SubState="dead", ExecMainExitTimestampMonotonic=4000000000)
+
+    failed, result = run(monkeypatch, base_url=server.url, model="tiny", unit=UNIT)
+
+    assert failed
+    assert "crash_noticed_after" not in result
 
 
 def test_a_journal_that_lags_behind_the_crash_is_read_again(monkeypatch, clock, server, systemd):

@@ -176,7 +176,7 @@ class FakeVllmServer:
 SHOW_RUNNING = {
     "LoadState": "loaded", "ActiveState": "active", "SubState": "running", "Result": "success",
     "NRestarts": "0", "MainPID": "48190", "ExecMainCode": "0", "ExecMainStatus": "0",
-    "InactiveExitTimestampMonotonic": "4990000000",
+    "InactiveExitTimestampMonotonic": "4990000000", "ExecMainStartTimestampMonotonic": "4990000000",
 }
 
 
