@@ -26,19 +26,18 @@ import argparse
 import json
 import os
 import pathlib
-import queue
 import random
 import shlex
 import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "molecule" / "mock_host"))
 import mock_host  # noqa: E402  pylint: disable=wrong-import-position
+from playbook_stream import PlaybookStream  # noqa: E402  pylint: disable=wrong-import-position
 
 TARGET_WORST = 2.0
 TRIAL_TIMEOUT = 120.0
@@ -95,37 +94,25 @@ def trial(work, unit, kill_after):
     """Run the wait; kill the unit's main process `kill_after` s after the task starts; return figures."""
     playbook = work / "playbook.yml"
     playbook.write_text(PLAYBOOK.format(url=UNREACHABLE_URL, unit=unit), encoding="utf-8")
-    env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_STDOUT_CALLBACK="ansible.builtin.default",
-               PYTHONUNBUFFERED="1")
+    env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_STDOUT_CALLBACK="ansible.builtin.default")
     command = [str(pathlib.Path(sys.executable).parent / "ansible-playbook"),
                "-i", str(REPO / "inventories" / "mock"), str(playbook)]
-    process = subprocess.Popen(command, cwd=str(REPO), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                               text=True)
-    lines = queue.Queue()
-
-    def read():
-        for line in process.stdout:
-            lines.put((time.monotonic(), line.rstrip("\n")))
-        lines.put((time.monotonic(), None))
-
-    threading.Thread(target=read, daemon=True).start()
+    run = PlaybookStream(command, REPO, env)
     kill_at = None
     killed = False
-    transcript = []
     try:
         end = time.monotonic() + TRIAL_TIMEOUT
         while time.monotonic() < end:
             waiting_to_kill = kill_at is not None and not killed
-            try:
-                seen, line = lines.get(timeout=max(0.0, (kill_at if waiting_to_kill else end) - time.monotonic()))
-            except queue.Empty:
+            arrived = run.next_line(kill_at if waiting_to_kill else end)
+            if arrived is None:
                 if waiting_to_kill:
                     on_mock_host("systemctl kill --kill-whom=main --signal=SIGKILL %s" % unit)
                     killed = True
                 continue
+            seen, line = arrived
             if line is None:
                 break
-            transcript.append(line)
             if line.startswith("TASK [Wait for the server]"):
                 kill_at = seen + kill_after
             elif line.startswith("fatal:") and killed:
@@ -135,9 +122,9 @@ def trial(work, unit, kill_after):
                         "msg": result.get("msg", "")}
             elif line.startswith(("fatal:", "ok:")):
                 break
-        raise RuntimeError("trial did not end as expected:\n" + "\n".join(transcript))
+        raise run.failure("trial")
     finally:
-        process.wait(timeout=TRIAL_TIMEOUT)
+        run.close(TRIAL_TIMEOUT)
 
 
 def main():

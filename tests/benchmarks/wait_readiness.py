@@ -24,11 +24,9 @@ import argparse
 import json
 import os
 import pathlib
-import queue
 import random
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import textwrap
@@ -36,6 +34,8 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from socketserver import ThreadingMixIn
+
+from playbook_stream import PlaybookStream
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 MODEL = "bench-tiny"
@@ -139,44 +139,30 @@ def trial(work, template, delay):
     server = LoadingServer()
     playbook = work / "playbook.yml"
     playbook.write_text(template.format(url=server.url, model=MODEL), encoding="utf-8")
-    env = dict(os.environ, ANSIBLE_CONFIG=str(work / "ansible.cfg"), PYTHONUNBUFFERED="1")
     command = [ansible_playbook(), "-i", "localhost,", "-c", "local",
                "-e", "ansible_python_interpreter=%s" % sys.executable, str(playbook)]
-    process = subprocess.Popen(command, cwd=str(work), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                               text=True)
-    lines = queue.Queue()
-
-    def read():
-        for line in process.stdout:
-            lines.put((time.monotonic(), line.rstrip("\n")))
-        lines.put((time.monotonic(), None))
-
-    threading.Thread(target=read, daemon=True).start()
+    run = PlaybookStream(command, work, dict(os.environ, ANSIBLE_CONFIG=str(work / "ansible.cfg")))
     ready_at = None
     ready_moment = None
-    transcript = []
     try:
         end = time.monotonic() + TRIAL_TIMEOUT
         while time.monotonic() < end:
             waiting_to_open = ready_at is not None and ready_moment is None
-            try:
-                seen, line = lines.get(timeout=max(0.0, (ready_at if waiting_to_open else end) - time.monotonic()))
-            except queue.Empty:
+            arrived = run.next_line(ready_at if waiting_to_open else end)
+            if arrived is None:
                 if waiting_to_open:
                     ready_moment = server.ready()
                 continue
-            if line is None:
+            seen, line = arrived
+            if line is None or line.startswith(("fatal:", "failed:")):
                 break
-            transcript.append(line)
             if line.startswith("TASK [Wait for the server]"):
                 ready_at = seen + delay
             elif ready_moment is not None and line.startswith("ok: [localhost]"):
                 return seen - ready_moment
-            elif line.startswith(("fatal:", "failed:")):
-                break
-        raise RuntimeError("trial did not finish as expected:\n" + "\n".join(transcript))
+        raise run.failure("trial")
     finally:
-        process.wait(timeout=TRIAL_TIMEOUT)
+        run.close(TRIAL_TIMEOUT)
         server.close()
 
 
