@@ -130,12 +130,13 @@ def test_environment_file_refuses_what_it_cannot_write(environment, message):
         environment_file(environment)
 
 
-def run_render(tmp_path, hosts):
-    """Run playbooks/render-units.yml over an inventory of hosts (name -> variables)."""
+def run_render(tmp_path, hosts=None, inventory=None):
+    """Run playbooks/render-units.yml over an inventory of hosts (name -> variables), or an inventory path."""
     if not ANSIBLE_PLAYBOOK.exists():
         pytest.skip("ansible-playbook is not installed beside this Python")
-    inventory = tmp_path / "hosts.yml"
-    inventory.write_text(yaml.safe_dump({"vllm_nodes": {"hosts": hosts}}), encoding="utf-8")
+    if inventory is None:
+        inventory = tmp_path / "hosts.yml"
+        inventory.write_text(yaml.safe_dump({"vllm_nodes": {"hosts": hosts}}), encoding="utf-8")
     render_dir = tmp_path / "units"
     # An empty configuration keeps the checkout's callbacks and settings out of this run.
     config = tmp_path / "ansible.cfg"
@@ -185,6 +186,20 @@ def test_rendering_is_deterministic(rendered, tmp_path):
     assert completed.returncode == 0, completed.stdout + completed.stderr
     for path in (render_dir / "two").iterdir():
         assert (again / "two" / path.name).read_bytes() == path.read_bytes()
+
+
+def test_the_production_inventory_renders_one_verified_unit_per_variant(tmp_path):
+    completed, render_dir = run_render(tmp_path, inventory=REPO / "inventories" / "production")
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    node = render_dir / "gpu-node-01.example.invalid"
+    variants = ("baseline", "ngram", "eagle3")
+    assert sorted(p.name for p in node.iterdir()) == sorted(
+        ["vllm-kimi-k2.5-%s.service" % variant for variant in variants]
+        + ["kimi-k2.5-%s.env" % variant for variant in variants])
+    # systemd-analyze verify ran on the controller and accepted every unit.
+    assert re.search(r"Verify the rendered units with systemd-analyze\] \**\nok: ", completed.stdout), completed.stdout
+    eagle3 = (node / "vllm-kimi-k2.5-eagle3.service").read_text()
+    assert '"method\\":\\"eagle3\\"' in eagle3 and "--tensor-parallel-size 8" in eagle3
 
 
 def test_the_baseline_unit_declares_no_conflicts_and_variants_conflict_with_all_others(rendered):
