@@ -75,6 +75,14 @@ _value:
       description: V(faster), V(slower) or V(within_noise), over all shared concurrency levels.
       type: str
       sample: slower
+    not_slower:
+      description:
+        - Whether the measurement shows the variant to be at most O(noise_pct) percent slower at every
+          shared level. V(within_noise) alone does not: a noisy measurement is within noise of anything.
+        - At a level with confidence intervals on both sides, the lower end of the 95% interval of the
+          difference must be at least -O(noise_pct) percent; without them, the change itself.
+      type: bool
+      sample: false
     delta_pct:
       description: Mean over the shared levels of the change in output throughput, in percent of the baseline.
       type: float
@@ -115,6 +123,12 @@ _value:
         ttft_delta_pct:
           description: Change in median time to first token, in percent; V(null) when either side lacks it.
           type: float
+        lower_bound_pct:
+          description: The lower end of the 95% interval of the change, in percent (the change itself without intervals).
+          type: float
+        not_slower:
+          description: Whether RV(_value.levels[].lower_bound_pct) is at least -O(noise_pct).
+          type: bool
 """
 
 from ansible.errors import AnsibleFilterError

@@ -13,6 +13,11 @@ TTFT deltas are reported beside it. When both sides carry a 95% confidence inter
 runs, the variant is faster (slower) when the 95% interval of the difference, of half-width
 sqrt(h_variant^2 + h_baseline^2), lies entirely above (below) zero. Without intervals on both
 sides the delta has to leave a symmetric noise band of +/- noise_pct percent of the baseline.
+
+"Within noise" only says that no difference was shown, which a noisy measurement always says. A
+variant is therefore also judged "not slower" only when the measurement shows it to be at most
+noise_pct slower: the lower end of the 95% interval of the difference (without intervals, the delta
+itself) is at least -noise_pct. That is what the switch role keeps a variant on.
 """
 
 from __future__ import annotations
@@ -53,6 +58,8 @@ class LevelVerdict:
     baseline_output_throughput: float
     tpot_delta_pct: float | None
     ttft_delta_pct: float | None
+    lower_bound_pct: float
+    not_slower: bool
 
     def as_dict(self) -> dict[str, t.Any]:
         return dataclasses.asdict(self)
@@ -97,6 +104,7 @@ def compare_level(variant: Mapping[str, t.Any], baseline: Mapping[str, t.Any],
         verdict = SLOWER
     else:
         verdict = WITHIN_NOISE
+    lower_bound_pct = delta_pct - threshold_pct if method == 'ci95' else delta_pct
     return LevelVerdict(
         max_concurrency=variant.get('max_concurrency'),
         verdict=verdict,
@@ -109,6 +117,8 @@ def compare_level(variant: Mapping[str, t.Any], baseline: Mapping[str, t.Any],
                                       _number(baseline, 'median_tpot_ms', 'baseline')),
         ttft_delta_pct=percent_change(_number(variant, 'median_ttft_ms', 'variant'),
                                       _number(baseline, 'median_ttft_ms', 'baseline')),
+        lower_bound_pct=lower_bound_pct,
+        not_slower=lower_bound_pct >= -noise_pct,
     )
 
 
@@ -156,6 +166,7 @@ def compare_results(variant: t.Any, baseline: t.Any, noise_pct: float = DEFAULT_
     judged = [compare_level(variant_levels[level], baseline_levels[level], noise_pct) for level in shared]
     return {
         'verdict': overall_verdict(level.verdict for level in judged),
+        'not_slower': all(level.not_slower for level in judged),
         'delta_pct': sum(level.delta_pct for level in judged) / len(judged),
         'noise_pct': float(noise_pct),
         'levels': [level.as_dict() for level in judged],

@@ -120,8 +120,8 @@ OOM_KILL_JOURNAL = [
 
 
 @pytest.mark.parametrize("lines, expected", [
-    (VALIDATION_JOURNAL, VALIDATION_JOURNAL[3] + " | Value error, prompt_lookup_min=5 must be <= prompt_lookup_max=4 "
-                                               "[type=value_error]"),
+    (VALIDATION_JOURNAL,
+     VALIDATION_JOURNAL[3] + " | Value error, prompt_lookup_min=5 must be <= prompt_lookup_max=4 [type=value_error]"),
     (MODEL_CONFIG_JOURNAL, "pydantic_core._pydantic_core.ValidationError: 1 validation error for ModelConfig | "
                            "Value error, User-specified max_model_len (65536) is greater than the derived max_model_len "
                            "(max_position_embeddings=2048.0 or model_max_length=None in model's config.json)."),

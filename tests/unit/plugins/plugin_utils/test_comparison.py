@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from ansible_collections.llmops.vllm.plugins.plugin_utils._comparison import (
@@ -64,6 +66,33 @@ def test_confidence_intervals_decide_when_both_sides_have_one(variant_mean, verd
     assert judged.threshold_pct == pytest.approx(2.5)
     # The mean of the repeats is compared, not the pooled output_throughput.
     assert judged.baseline_output_throughput == 100.0
+
+
+@pytest.mark.parametrize('variant_mean, variant_ci, not_slower', [
+    (97.0, 1.5, False),    # slower: -3 - 2.5 = -5.5% at the low end
+    (99.0, 1.5, True),     # -1 - 2.5 = -3.5%, inside -5%
+    (99.0, 4.0, False),    # the same mean, measured too loosely: -1 - 4.47 = -5.47%
+    (105.0, 1.5, True),    # faster
+])
+def test_not_slower_needs_the_whole_interval_above_minus_noise(variant_mean, variant_ci, not_slower):
+    judged = compare_level(level(0.0, output_throughput_mean=variant_mean, output_throughput_ci95=variant_ci),
+                           level(0.0, output_throughput_mean=100.0, output_throughput_ci95=2.0), noise_pct=5.0)
+    assert judged.lower_bound_pct == pytest.approx(variant_mean - 100.0 - math.hypot(variant_ci, 2.0))
+    assert judged.not_slower is not_slower
+
+
+def test_the_mock_node_example_is_within_noise_but_not_shown_not_slower():
+    # docs/results.md: n-gram 1668.2 ± 166.2 against 2031.8 ± 364.9 tok/s, noise band 3%.
+    verdict = compare_results(level(0.0, output_throughput_mean=1668.2, output_throughput_ci95=166.2),
+                              level(0.0, output_throughput_mean=2031.8, output_throughput_ci95=364.9), noise_pct=3.0)
+    assert verdict['verdict'] == WITHIN_NOISE
+    assert verdict['not_slower'] is False
+    assert verdict['levels'][0]['lower_bound_pct'] == pytest.approx(-37.63, abs=0.01)
+
+
+def test_without_intervals_not_slower_is_the_change_against_the_band():
+    assert compare_level(level(72.0), level(74.0), noise_pct=3.0).not_slower is True    # -2.7%
+    assert compare_level(level(71.0), level(74.0), noise_pct=3.0).not_slower is False   # -4.05%
 
 
 def test_one_sided_interval_falls_back_to_the_noise_band():
