@@ -78,7 +78,7 @@ _value:
     not_slower:
       description:
         - Whether the measurement shows the variant to be at most O(noise_pct) percent slower at every
-          shared level. V(within_noise) alone does not: a noisy measurement is within noise of anything.
+          shared level. V(within_noise) alone does not say so, since a noisy measurement is within noise of anything.
         - At a level with confidence intervals on both sides, the lower end of the 95% interval of the
           difference must be at least -O(noise_pct) percent; without them, the change itself.
       type: bool
