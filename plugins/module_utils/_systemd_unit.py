@@ -26,6 +26,10 @@ SHOW_PROPERTIES = (
 # si_code values systemd reports in ExecMainCode (see waitid(2)).
 _EXIT_CODES = {1: "exited", 2: "killed", 3: "dumped"}
 
+# vLLM's "(APIServer pid=42) " or "(EngineCore_DP0 pid=42) " in front of a process's lines.
+_TAG = r"\([^)]*\) "
+_PROCESS_TAG = re.compile("^" + _TAG)
+
 # Lines that name why a vLLM server died, most specific first: a CUDA OOM is also a Python
 # exception, and the engine's "initialization failed" only points back at the real cause.
 FATAL_PATTERNS = (
@@ -38,11 +42,9 @@ FATAL_PATTERNS = (
     ("validation_error", re.compile(r"ValidationError")),
     ("engine_init_failed", re.compile(r"Engine core initialization failed")),
     # The final line of a Python traceback, behind vLLM's optional "(EngineCore_DP0 pid=42) " tag.
-    ("python_exception", re.compile(r"^(?:\([^)]*\)\s*)?(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception)(?::|$)")),
+    ("python_exception", re.compile(r"^(?:%s\s*)?(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception)(?::|$)" % _TAG)),
 )
 
-# vLLM's "(APIServer pid=42) " or "(EngineCore_DP0 pid=42) " in front of a process's lines.
-_PROCESS_TAG = re.compile(r"^\([^)]*\) ")
 VALIDATION_DETAIL_LINES = 2
 VALIDATION_DETAIL_CHARS = 240
 

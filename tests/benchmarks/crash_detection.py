@@ -28,6 +28,7 @@ import os
 import pathlib
 import random
 import shlex
+import shutil
 import statistics
 import subprocess
 import sys
@@ -160,9 +161,7 @@ def main():
                   % (number, how, kill_after, figures["controller"], figures["module"], figures["msg"][:160]),
                   flush=True)
     finally:
-        for path in work.iterdir():
-            path.unlink()
-        work.rmdir()
+        shutil.rmtree(str(work), ignore_errors=True)
         if booted:
             subprocess.run([sys.executable, mock_host.__file__, "down"], check=False)
 
