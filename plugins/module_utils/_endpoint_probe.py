@@ -16,9 +16,11 @@ import urllib.request
 
 from ansible_collections.llmops.vllm.plugins.module_utils._deadline import Backoff, Deadline, StaleToken
 from ansible_collections.llmops.vllm.plugins.module_utils._systemd_unit import (
-    find_fatal_line,
+    engine_died,
+    find_fatal_cause,
     latest_phase_line,
     unit_problem,
+    without_noise,
 )
 
 # Short enough that a watched unit is looked at again within about half a second even when a
@@ -27,7 +29,12 @@ PROBE_TIMEOUT = 0.5
 # The first completion after start-up may wait for warm-up work; it is the last stage anyway.
 SMOKE_TIMEOUT = 30.0
 SMOKE_PROMPT = "Hello"
+# While the server loads, the newest lines tell its phase.
 JOURNAL_SCAN_LINES = 200
+# Once it has died, the cause may sit anywhere in the run: Triton alone prints over a thousand
+# leak lines after a worker's death. The whole run is read, up to this cap (about 10 MB), once per
+# failure; a 30-minute load of a large model logs a few thousand lines.
+JOURNAL_CAUSE_LINES = 100000
 JOURNAL_RETURN_LINES = 20
 # journald reads a dying process's last output asynchronously; give it a moment to catch up.
 JOURNAL_SETTLE = 0.3
@@ -103,6 +110,8 @@ class Observation:
         self.ready = False
         self.last_seen = ""
         self.models = []
+        # A 5xx for the smoke completion: an API server whose engine may have died behind it.
+        self.server_error = False
 
 
 class EndpointProbe:
@@ -197,6 +206,7 @@ class EndpointProbe:
                 raise NotServable("%s refused a 1-token completion (HTTP %d): %s"
                                   % (self.root, reply.status, reply.error_text()), seen)
             document = reply.json()
+            seen.server_error = reply.status >= 500
             if reply.status != 200 or not isinstance(document, dict) or not document.get("choices"):
                 seen.last_seen = "/v1/completions answered HTTP %d: %s" % (reply.status, reply.error_text())
                 return seen
@@ -291,11 +301,22 @@ class ReadinessWait:
                                           smoke_timeout=max(PROBE_TIMEOUT, min(SMOKE_TIMEOUT, self.deadline.remaining())))
             except NotServable as exc:
                 self._record(exc.seen)
+                if self.unit:
+                    dead = self._engine_failure(state, "answers but its engine died", check_only, settle=True,
+                                                shown_dead=True)
+                    if dead:
+                        return dead
                 result = self._result(state, ready=False, failed=not check_only, last_seen=str(exc),
                                       models=exc.seen.models)
                 result["msg"] = "%s (after %.1f s)" % (exc, result["elapsed"])
                 return result
             self._record(seen)
+            if seen.server_error and self.unit:
+                # vLLM's API process outlives its engine and answers 500; the journal says why.
+                dead = self._engine_failure(state, "answers but its engine died", check_only, settle=False,
+                                            shown_dead=False)
+                if dead:
+                    return dead
             if seen.ready:
                 result = self._result(state, ready=True, failed=False, last_seen=seen.last_seen, models=seen.models)
                 result["version"] = self.probe.version()
@@ -329,21 +350,55 @@ class ReadinessWait:
             result["unit_state"] = state.as_dict()
         return result
 
-    def _journal(self):
-        return self.unit.journal(JOURNAL_SCAN_LINES, since_monotonic=self.run_started)
+    def _journal(self, lines=JOURNAL_SCAN_LINES):
+        return self.unit.journal(lines, since_monotonic=self.run_started)
+
+    def _cause(self, settle):
+        """Read the run's whole journal for the first real cause; once more after a pause if none yet."""
+        lines = self._journal(JOURNAL_CAUSE_LINES)
+        cause = find_fatal_cause(lines)
+        if cause is None and settle:
+            time.sleep(JOURNAL_SETTLE)
+            lines = self._journal(JOURNAL_CAUSE_LINES)
+            cause = find_fatal_cause(lines)
+        return lines, cause
+
+    def _when(self):
+        """When the server died, as far as this wait saw it get: the first request is the smoke test."""
+        if "models" in self.stages:
+            return "on its first request" if self.smoke_test and "smoke" not in self.stages else "after its API came up"
+        return None
+
+    def _failure(self, state, problem, lines, cause, check_only, elapsed):
+        result = self._result(state, ready=False, failed=not check_only, last_seen="unit %s" % problem)
+        # When the failure was seen, not when its journal had been read.
+        result["elapsed"] = round(elapsed, 3)
+        kept, dropped = without_noise(lines)
+        result["journal"] = kept[-JOURNAL_RETURN_LINES:]
+        if dropped:
+            result["journal"].append("(%d lines of binding-leak noise such as 'nanobind: leaked ...' left out)"
+                                     % dropped)
+        result["fatal_line"] = cause.describe(self._when()) if cause else None
+        result["fatal_cause"] = cause.as_dict() if cause else None
+        text = result["fatal_line"] or (kept[-1] if kept else "the journal has no lines for this run")
+        result["msg"] = "%s %s after %.1f s: %s" % (self.unit.name, problem, result["elapsed"], text)
+        return result
+
+    def _engine_failure(self, state, problem, check_only, settle, shown_dead):
+        """The failure result when the journal names why the engine died behind a live API, else None.
+
+        A 500 alone does not show a dead engine (shown_dead false): then the journal must say it died.
+        """
+        elapsed = self.deadline.elapsed()
+        lines, cause = self._cause(settle and not check_only)
+        if cause is None or not (shown_dead or engine_died(lines)):
+            return None
+        return self._failure(state, problem, lines, cause, check_only, elapsed)
 
     def _unit_failure(self, state, problem, check_only):
-        result = self._result(state, ready=False, failed=not check_only, last_seen="unit %s" % problem)
-        lines = self._journal()
-        fatal = find_fatal_line(lines)
-        if fatal is None and not check_only:
-            time.sleep(JOURNAL_SETTLE)
-            lines = self._journal()
-            fatal = find_fatal_line(lines)
-        result["journal"] = lines[-JOURNAL_RETURN_LINES:]
-        result["fatal_line"] = fatal
-        cause = fatal or (lines[-1] if lines else "the journal has no lines for this run")
-        result["msg"] = "%s %s after %.1f s: %s" % (self.unit.name, problem, result["elapsed"], cause)
+        elapsed = self.deadline.elapsed()
+        lines, cause = self._cause(settle=not check_only)
+        result = self._failure(state, problem, lines, cause, check_only, elapsed)
         exited = state.main_exited_monotonic
         # An exit from before the latest main process started is not the crash being reported.
         if exited is not None and (state.main_started_monotonic is None or exited >= state.main_started_monotonic):

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import re
+import signal
 import time
 
 SHOW_PROPERTIES = (
@@ -29,21 +30,53 @@ _EXIT_CODES = {1: "exited", 2: "killed", 3: "dumped"}
 # vLLM's "(APIServer pid=42) " or "(EngineCore_DP0 pid=42) " in front of a process's lines.
 _TAG = r"\([^)]*\) "
 _PROCESS_TAG = re.compile("^" + _TAG)
+_ERROR_LOG_PREFIX = r"(?:(?:ERROR|CRITICAL) [^\[]*\[[^\]]*\] )?"
+
+# Signals that end a vLLM process by accident, and what each most often means on a serving node.
+# Negative worker exit codes are Python's way of naming them (multiprocessing's -signum).
+SIGNAL_CAUSES = {
+    signal.SIGILL: ("illegal instruction",
+                    "this CPU lacks an instruction that the engine's kernels use for the model's dtype: "
+                    "set dtype: float32 in vllm_serve_args"),
+    signal.SIGSEGV: ("segmentation fault", None),
+    signal.SIGBUS: ("bus error", "often /dev/shm too small for the workers' shared memory"),
+    signal.SIGKILL: ("killed", "most often the kernel's OOM killer: look for 'Out of memory' in 'journalctl -k'"),
+    signal.SIGABRT: ("aborted", None),
+    signal.SIGFPE: ("arithmetic error", None),
+}
+_SIGNAL_NAMES = "|".join(sig.name[3:] for sig in SIGNAL_CAUSES)
 
 # Lines that name why a vLLM server died, most specific first: a CUDA OOM is also a Python
-# exception, and the engine's "initialization failed" only points back at the real cause.
+# exception, the engine's "initialization failed" only points back at the real cause, and a dead
+# engine (EngineDeadError, a worker that "died unexpectedly" with a status) is the echo of whatever
+# killed it, so it comes last.
 FATAL_PATTERNS = (
     ("cuda_out_of_memory", re.compile(r"CUDA out of memory|OutOfMemoryError|CUDA error: out of memory")),
     ("cpu_out_of_memory", re.compile(
-        r"\bMemoryError\b|oom-kill|Out of memory: Killed process|DefaultCPUAllocator: (?:can't allocate|not enough memory)"
-        r"|Cannot allocate memory")),
+        r"\bMemoryError\b|oom-kill|Out of memory: Killed process|killed by the OOM killer"
+        r"|DefaultCPUAllocator: (?:can't allocate|not enough memory)|Cannot allocate memory")),
     ("kv_cache_too_small", re.compile(
         r"No available memory for the cache blocks|larger than the available KV cache memory")),
     ("validation_error", re.compile(r"ValidationError")),
+    # vLLM's executor: "Worker proc VllmWorker-0 died unexpectedly (exit code: -4), shutting down executor."
+    ("worker_signal", re.compile(r"(?P<who>(?:Worker|Engine core) proc \S+) died unexpectedly"
+                                 r" \(exit ?code:? (?P<code>-\d+)\)")),
+    # systemd on the unit's main process: "Main process exited, code=killed, status=4/ILL".
+    ("process_signal", re.compile(r"Main process exited, code=(?:killed|dumped), status=(?P<signal>\d+)/(?:%s)\b"
+                                  % _SIGNAL_NAMES)),
     ("engine_init_failed", re.compile(r"Engine core initialization failed")),
-    # The final line of a Python traceback, behind vLLM's optional "(EngineCore_DP0 pid=42) " tag.
-    ("python_exception", re.compile(r"^(?:%s\s*)?(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception)(?::|$)" % _TAG)),
+    # The final line of a Python traceback, behind vLLM's optional "(EngineCore_DP0 pid=42) " tag and
+    # its logger's "ERROR 11-29 14:03:02 [core.py:708] " when the traceback was logged.
+    ("python_exception", re.compile(r"^(?:%s\s*)?%s(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception)(?::|$)"
+                                    % (_TAG, _ERROR_LOG_PREFIX))),
+    ("engine_dead", re.compile(r"EngineDeadError|EngineCore encountered (?:a fatal error|an issue)"
+                               r"|(?:Worker|Engine core) proc \S+ died unexpectedly")),
 )
+
+# Output that says nothing about the server's fate but can bury it: Triton's nanobind bindings print
+# one line per leaked object when a worker exits, often more than a thousand of them.
+NOISE_PATTERN = re.compile(r"^(?:%s)?(?:nanobind: |\s*- leaked (?:instance|type|function)\b"
+                           r"|\s*- \.\.\. skipped remainder|See https://nanobind\.readthedocs\.io/)" % _TAG)
 
 VALIDATION_DETAIL_LINES = 2
 VALIDATION_DETAIL_CHARS = 240
@@ -152,19 +185,89 @@ def unit_problem(state, restarts_baseline):
     return None
 
 
-def find_fatal_line(lines):
-    """Return the line that best names why the server died, or None.
+class FatalCause:
+    """Why a server died: the rule that matched, the journal line, and a sentence an operator can act on."""
+
+    def __init__(self, name, line, summary=None, hint=None):
+        self.name = name
+        self.line = line
+        self.summary = summary
+        self.hint = hint
+
+    def describe(self, when=None):
+        """One sentence for messages: the interpretation, when it happened and what to do, then the line.
+
+        A line that names its cause in words (an OOM, a validation error) is quoted as it is.
+        """
+        if not self.summary:
+            return self.line
+        text = self.summary + (" " + when if when else "")
+        if self.hint:
+            text += "; " + self.hint
+        return "%s. Journal: %s" % (text, _PROCESS_TAG.sub("", self.line, count=1).strip())
+
+    def as_dict(self):
+        return {"name": self.name, "line": self.line, "summary": self.summary, "hint": self.hint}
+
+
+def signal_summary(signum):
+    """'SIGILL (illegal instruction)' and the usual meaning of that signal, or (None, None) when unknown."""
+    try:
+        sig = signal.Signals(signum)
+    except ValueError:
+        return None, None
+    what, hint = SIGNAL_CAUSES.get(sig, ((signal.strsignal(sig) or "").lower(), None))
+    return "%s (%s)" % (sig.name, what), hint
+
+
+def _interpret(name, match, line):
+    if name == "worker_signal":
+        sig, hint = signal_summary(-int(match.group("code")))
+        who = "engine worker" if match.group("who").startswith("Worker") else "engine core"
+        return FatalCause(name, line, "%s killed by %s" % (who, sig), hint) if sig else None
+    if name == "process_signal":
+        sig, hint = signal_summary(int(match.group("signal")))
+        return FatalCause(name, line, "server process killed by %s" % sig, hint) if sig else None
+    return FatalCause(name, line)
+
+
+def find_fatal_cause(lines):
+    """Return the FatalCause that best names why the server died, or None.
 
     Patterns are tried most specific first; within one pattern the earliest line wins, since the
-    first error is the cause and what follows is usually its echo.
+    first error is the cause and what follows is usually its echo. Noise lines are skipped, so a
+    cause is found however much of it follows (the caller decides how much journal to read).
     """
+    lines = without_noise(lines)[0]
     for name, pattern in FATAL_PATTERNS:
         for position, line in enumerate(lines):
-            if pattern.search(line):
-                if name == "validation_error":
-                    return " | ".join([line] + _validation_details(lines[position + 1:]))
-                return line
+            match = pattern.search(line)
+            if not match:
+                continue
+            if name == "validation_error":
+                return FatalCause(name, " | ".join([line] + _validation_details(lines[position + 1:])))
+            cause = _interpret(name, match, line)
+            if cause is not None:
+                return cause
     return None
+
+
+def find_fatal_line(lines):
+    """The sentence of find_fatal_cause() for messages, or None."""
+    cause = find_fatal_cause(lines)
+    return cause.describe() if cause else None
+
+
+def engine_died(lines):
+    """Whether the journal says the engine or one of its workers is gone (its API may still answer)."""
+    dead = [pattern for name, pattern in FATAL_PATTERNS if name in ("worker_signal", "engine_dead")]
+    return any(pattern.search(line) for line in lines for pattern in dead)
+
+
+def without_noise(lines):
+    """The lines that are not noise, and how many were dropped."""
+    kept = [line for line in lines if not NOISE_PATTERN.search(line)]
+    return kept, len(lines) - len(kept)
 
 
 def _first_sentence(text, limit):

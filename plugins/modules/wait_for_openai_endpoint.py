@@ -16,9 +16,14 @@ description:
     from C(/version).
   - With O(unit), the systemd unit is checked between HTTP attempts. The wait fails at once when
     the unit fails, stops, or restarts (its C(NRestarts) grows past its value when the wait began),
-    with the unit's last journal lines and the first line that names a known fatal error
-    (CUDA or CPU out of memory, a pydantic C(ValidationError), C(Engine core initialization failed),
-    a Python exception).
+    with the unit's last journal lines and the first real cause of the failure (CUDA or CPU out of
+    memory, a KV cache too small, a pydantic C(ValidationError), an engine worker or the server
+    killed by a signal such as C(SIGILL) or C(SIGKILL), C(Engine core initialization failed), a
+    Python exception, a dead engine). The cause is looked for in the unit's whole journal since it
+    last started, up to 100,000 lines, skipping binding-leak noise (Triton's C(nanobind) leak
+    report), so it is found however much output followed it.
+  - With O(unit), an API server that still answers while its engine has died (a 5xx for the smoke
+    completion, or C(/health) answering 503) fails at once too, naming the cause from the journal.
   - Answers that waiting cannot change fail at once with their own message rather than a timeout.
     These are C(/health) answering 503 (the engine died), C(/v1/models) answering 401 or 403 (wrong
     or missing API key), C(/v1/models) listing other models than O(model), and a completion refused
@@ -227,7 +232,9 @@ unit_state:
   sample: {"load_state": "loaded", "active_state": "failed", "sub_state": "failed", "result": "exit-code",
            "n_restarts": 0, "main_pid": null, "exec_main_status": 1}
 journal:
-  description: The unit's last journal lines of its current run.
+  description:
+    - The unit's last journal lines of its current run, binding-leak noise left out (a last line says how
+      many such lines there were).
   returned: when O(unit) is set and the server is not ready
   type: list
   elements: str
@@ -239,10 +246,41 @@ crash_noticed_after:
   type: float
   sample: 0.42
 fatal_line:
-  description: The journal line that best names why the server died; V(null) when none matches a known pattern.
-  returned: when O(unit) is set and the unit failed, stopped or restarted
+  description:
+    - One sentence that names why the server died; V(null) when no journal line matches a known cause.
+    - A journal line that says it in words (an out-of-memory error, a validation error) is quoted as it is.
+      A death by signal is spelled out with when it happened and what usually helps, then the line.
+  returned: when O(unit) is set and the unit failed, stopped or restarted, or its engine died
   type: str
-  sample: "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB."
+  sample: "engine worker killed by SIGILL (illegal instruction) on its first request; this CPU lacks an instruction
+    that the engine's kernels use for the model's dtype: set dtype: float32 in vllm_serve_args. Journal: ERROR
+    11-30 22:54:59 [multiproc_executor.py:315] Worker proc VllmWorker-0 died unexpectedly (exit code: -4),
+    shutting down executor."
+fatal_cause:
+  description: The cause behind RV(fatal_line), for tools that act on it; V(null) when none was found.
+  returned: when O(unit) is set and the unit failed, stopped or restarted, or its engine died
+  type: dict
+  contains:
+    name:
+      description:
+        - Which rule matched, for example V(cuda_out_of_memory), V(cpu_out_of_memory), V(kv_cache_too_small),
+          V(validation_error), V(worker_signal), V(process_signal), V(engine_init_failed),
+          V(python_exception) or V(engine_dead).
+      type: str
+    line:
+      description: The journal line that matched.
+      type: str
+    summary:
+      description: The cause in words where the line needs interpreting (a signal), else V(null).
+      type: str
+    hint:
+      description: What usually helps, where known, else V(null).
+      type: str
+  sample: {"name": "worker_signal", "summary": "engine worker killed by SIGILL (illegal instruction)",
+           "line": "(EngineCore pid=841) ERROR 11-30 22:54:59 [multiproc_executor.py:315] Worker proc VllmWorker-0
+             died unexpectedly (exit code: -4), shutting down executor.",
+           "hint": "this CPU lacks an instruction that the engine's kernels use for the model's dtype:
+             set dtype: float32 in vllm_serve_args"}
 phase_line:
   description: The latest journal line that tells the load phase (weights, compilation, CUDA graphs, ...), else the latest line.
   returned: when O(unit) is set and the call returns not ready without a unit failure

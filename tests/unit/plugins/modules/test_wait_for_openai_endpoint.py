@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import pathlib
 import re
 
 import pytest
@@ -31,6 +32,15 @@ CUDA_OOM_JOURNAL = [
     "vllm-tiny-ngram.service: Failed with result 'exit-code'.",
 ]
 OOM_LINE = CUDA_OOM_JOURNAL[5]
+# Recorded on the mock host: a CPU worker killed by SIGILL on the first forward pass, then 1,500 lines
+# of Triton's leak report (see test__systemd_unit.py).
+SIGILL_JOURNAL = (pathlib.Path(__file__).resolve().parents[2] / "fixtures" / "journals"
+                  / "worker_sigill_on_first_request.log").read_text(encoding="utf-8").splitlines()
+SIGILL_SENTENCE = (
+    "engine worker killed by SIGILL (illegal instruction) on its first request; this CPU lacks an instruction that "
+    "the engine's kernels use for the model's dtype: set dtype: float32 in vllm_serve_args. Journal: ERROR 11-30 "
+    "22:54:59 [multiproc_executor.py:315] Worker proc VllmWorker-0 died unexpectedly (exit code: -4), shutting down "
+    "executor.")
 
 
 @pytest.fixture
@@ -155,6 +165,60 @@ def test_health_503_means_the_engine_died(monkeypatch, clock, server):
     assert result["msg"].startswith("%s/health answered 503: the engine is dead" % server.url)
 
 
+def test_a_500_for_the_first_request_from_a_dead_engine_fails_naming_the_signal(monkeypatch, clock, server, systemd):
+    # The API process outlives its engine: it answers 500, and the journal says what killed the worker.
+    server.routes["/v1/completions"] = (500, {"error": {"message": "EngineCore encountered an issue."}})
+    systemd.journal = list(SIGILL_JOURNAL)
+    server.start()
+
+    failed, result = run(monkeypatch, base_url=server.url, model="tiny", unit=UNIT, smoke_test=True, timeout=600)
+
+    assert failed
+    assert result["attempts"] == 1
+    assert result["fatal_cause"]["name"] == "worker_signal"
+    assert result["fatal_line"] == SIGILL_SENTENCE
+    assert result["msg"] == "%s answers but its engine died after 0.0 s: %s" % (UNIT, SIGILL_SENTENCE)
+    # The tail shown to a person is the shutdown, not the leak report.
+    assert result["journal"][-1] == "(1502 lines of binding-leak noise such as 'nanobind: leaked ...' left out)"
+    assert not any("leaked" in line for line in result["journal"][:-1])
+
+
+def test_a_500_without_a_dead_engine_in_the_journal_is_waited_out(monkeypatch, clock, server, systemd):
+    server.routes["/v1/completions"] = (500, {"error": {"message": "internal error"}})
+    # An exception that the server survived is no reason to give up on it.
+    systemd.journal = ["(APIServer pid=9) ERROR 11-30 22:54:59 [serving.py:1] ValueError: bad request in a plugin"]
+    server.start()
+
+    failed, result = run(monkeypatch, base_url=server.url, model="tiny", unit=UNIT, smoke_test=True, timeout=1)
+
+    assert failed
+    assert result["attempts"] > 1
+    assert result["msg"].startswith("%s not ready after 1.0 s" % server.url)
+
+
+def test_a_unit_that_ended_after_its_engine_died_names_the_signal(monkeypatch, clock, server, systemd):
+    # Seen by the first poll only after the API process had shut down: the journal still names the cause.
+    systemd.set(ActiveState="inactive", SubState="dead", Result="success", MainPID=0, ExecMainCode=1, ExecMainStatus=0)
+    systemd.journal = list(SIGILL_JOURNAL)
+
+    failed, result = run(monkeypatch, base_url=server.url, model="tiny", unit=UNIT, smoke_test=True)
+
+    assert failed
+    assert result["fatal_line"] == SIGILL_SENTENCE.replace(" on its first request", "")
+    assert result["msg"].startswith("%s is inactive (dead) after 0.0 s: engine worker killed by SIGILL" % UNIT)
+
+
+def test_health_503_with_a_unit_names_the_cause_from_its_journal(monkeypatch, clock, server, systemd):
+    server.routes["/health"] = (503, b"")
+    systemd.journal = list(SIGILL_JOURNAL)
+    server.start()
+
+    failed, result = run(monkeypatch, base_url=server.url, model="tiny", unit=UNIT)
+
+    assert failed
+    assert result["msg"].startswith("%s answers but its engine died after 0.0 s: engine worker killed by SIGILL" % UNIT)
+
+
 def test_refused_until_the_deadline_times_out_saying_what_was_seen(monkeypatch, clock, server):
     failed, result = run(monkeypatch, base_url=server.url, model="tiny", timeout=10, sleep=1)
 
@@ -233,7 +297,9 @@ def test_unit_failure_is_reported_within_a_poll_with_the_fatal_line(monkeypatch,
     assert result["msg"] == ("%s failed (result exit-code, main process exited with status 1) after %.1f s: %s"
                              % (UNIT, result["elapsed"], OOM_LINE))
     journal_call = systemd.calls("journalctl")[-1]
-    assert journal_call[:9] == ["/usr/bin/journalctl", "-u", UNIT, "-n", "200", "-o", "cat", "--no-pager", "--since"]
+    # The whole run is read for the cause, not a tail of it.
+    assert journal_call[:9] == ["/usr/bin/journalctl", "-u", UNIT, "-n", "100000", "-o", "cat", "--no-pager",
+                                "--since"]
     # The unit left "inactive" at monotonic 4990 s, 10 s before the wait began.
     assert journal_call[9] == "@%d" % (FakeClock.EPOCH + 4990 - 1)
 
@@ -324,14 +390,28 @@ def test_a_journal_that_lags_behind_the_crash_is_read_again(monkeypatch, clock, 
 
 
 def test_a_crash_without_a_known_pattern_quotes_the_last_line(monkeypatch, clock, server, systemd):
+    systemd.set(ActiveState="failed", SubState="failed", Result="exit-code", ExecMainCode=1, ExecMainStatus=3)
+    systemd.journal = ["INFO 11-29 14:02:11 [api_server.py:1885] vLLM API server version 0.32.0",
+                       "vllm-tiny-ngram.service: Main process exited, code=exited, status=3/NOTIMPLEMENTED"]
+
+    failed, result = run(monkeypatch, base_url=server.url, model="tiny", unit=UNIT)
+
+    assert failed
+    assert result["fatal_line"] is None
+    assert result["fatal_cause"] is None
+    assert result["msg"].endswith(": vllm-tiny-ngram.service: Main process exited, code=exited, status=3/NOTIMPLEMENTED")
+
+
+def test_a_main_process_killed_by_a_signal_is_named_with_a_hint(monkeypatch, clock, server, systemd):
     systemd.set(ActiveState="failed", SubState="failed", Result="signal", ExecMainCode=2, ExecMainStatus=9)
     systemd.journal = ["vllm-tiny-ngram.service: Main process exited, code=killed, status=9/KILL"]
 
     failed, result = run(monkeypatch, base_url=server.url, model="tiny", unit=UNIT)
 
     assert failed
-    assert result["fatal_line"] is None
-    assert result["msg"].endswith(": vllm-tiny-ngram.service: Main process exited, code=killed, status=9/KILL")
+    assert result["fatal_cause"]["name"] == "process_signal"
+    assert result["fatal_line"] == ("server process killed by SIGKILL (killed); most often the kernel's OOM killer: "
+                                    "look for 'Out of memory' in 'journalctl -k'. Journal: " + systemd.journal[0])
 
 
 def test_systemctl_errors_fail_clearly_with_elapsed_and_attempts(monkeypatch, clock, server, systemd):
