@@ -9,12 +9,10 @@ import sqlite3
 
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
-from ansible.plugins.loader import callback_loader
 
 from ansible_collections.llmops.vllm.plugins.plugin_utils._report import write_report
+from ansible_collections.llmops.vllm.plugins.plugin_utils._callback_settings import CALLBACK, callback_setting
 from ansible_collections.llmops.vllm.plugins.plugin_utils._results_store import ResultsStore, ResultsStoreError
-
-_CALLBACK = 'llmops.vllm.variant_benchmarks'
 
 _ARGUMENT_SPEC = {
     'dest': {'type': 'path', 'required': True},
@@ -36,16 +34,17 @@ class ActionModule(ActionBase):
         result = super().run(tmp, task_vars)
         del tmp
         dummy, args = self.validate_argument_spec(argument_spec=_ARGUMENT_SPEC)
-        database = args['database'] or _callback_setting('database')
-        baseline_variant = args['baseline_variant'] or _callback_setting('baseline_variant')
-        noise_pct = _callback_setting('noise_pct') if args['noise_pct'] is None else args['noise_pct']
+        database = args['database'] or callback_setting('database')
+        baseline_variant = args['baseline_variant'] or callback_setting('baseline_variant')
+        noise_pct = callback_setting('noise_pct') if args['noise_pct'] is None else args['noise_pct']
         if not os.path.exists(database):
             raise AnsibleActionFail(f'No benchmark database at {database}: nothing has been recorded there yet'
-                                    f' (is the {_CALLBACK} callback enabled?)')
+                                    f' (is the {CALLBACK} callback enabled?)')
         try:
             with ResultsStore(database) as store:
                 records = store.records()
-            outcome = write_report(args['dest'], records, baseline_variant, noise_pct,
+                decisions = store.decisions()
+            outcome = write_report(args['dest'], records, baseline_variant, noise_pct, decisions=decisions,
                                    draw_charts=args['chart'], check_mode=self._task.check_mode)
         except (sqlite3.Error, OSError, ResultsStoreError) as error:
             raise AnsibleActionFail(f'Could not write the report {args["dest"]} from {database}: {error}') from error
@@ -63,14 +62,6 @@ class ActionModule(ActionBase):
             result['diff'] = {'before': outcome.before, 'after': outcome.after,
                               'before_header': outcome.path, 'after_header': outcome.path}
         return result
-
-
-def _callback_setting(name):
-    # The callback's configured value (ansible.cfg, environment) is the default here, so that the
-    # report reads the database the callback writes; asking the plugin keeps its option rules.
-    callback = callback_loader.get(_CALLBACK)
-    callback.set_options()
-    return callback.get_option(name)
 
 
 def _comparison_summary(row, baseline_variant):

@@ -20,6 +20,10 @@ description:
     the baseline measured in this run, or, failing that, against the latest stored baseline of that
     host and model, which the table then says. The verdict rule is the one of the
     P(llmops.vllm.benchmark_verdict#filter) filter.
+  - Stores every answer of M(llmops.vllm.trial_decision) (the switch role's keep-or-roll-back decision) in
+    the same database, table C(decisions), and as a JSON file. A variant decided on in this run shows that
+    decision in the table instead of the verdict, with its reason below, so that the console, the database,
+    the JSON files and the report say the same.
   - A run is one C(ansible-playbook) invocation. Results are recognised by the task's action,
     C(llmops.vllm.openai_benchmark) or the short name C(openai_benchmark); the host is the task's
     host even when the benchmark was delegated.
@@ -81,7 +85,7 @@ options:
       - Half-width, in percent of the baseline's output throughput, of the band inside which a
         difference is reported as noise when the two results do not both carry 95% confidence intervals.
     type: float
-    default: 5.0
+    default: 8.0
     ini:
       - section: callback_variant_benchmarks
         key: noise_pct
@@ -108,18 +112,24 @@ from ansible.plugins.callback import CallbackBase
 
 from ansible_collections.llmops.vllm.plugins.plugin_utils._comparison import comparison_rows
 from ansible_collections.llmops.vllm.plugins.plugin_utils._report import (
+    decisions_by_trial,
     rule_summary,
     text_table,
     write_atomically,
     write_report,
 )
 from ansible_collections.llmops.vllm.plugins.plugin_utils._results_store import (
+    DecisionRecord,
     ResultsStore,
     ResultsStoreError,
     records_from_result,
 )
 
 _BENCHMARK_ACTIONS = frozenset(('llmops.vllm.openai_benchmark', 'openai_benchmark'))
+_DECISION_ACTIONS = frozenset(('llmops.vllm.trial_decision', 'trial_decision'))
+# What of a trial_decision result is the decision itself, rather than Ansible's bookkeeping.
+_DECISION_KEYS = ('decision', 'outcome', 'rule', 'reason', 'to_decide', 'keep_when', 'margin_pct', 'min_runs',
+                  'delta_pct', 'failed_requests', 'levels', 'history', 'baseline', 'unit_checksum')
 
 # The benchmark's endpoint option mapped to the backend name vllm bench serve writes for it.
 _BACKENDS = {'completions': 'openai', 'chat': 'openai-chat'}
@@ -137,6 +147,7 @@ class CallbackModule(CallbackBase):
         super().__init__(*args, **kwargs)
         self._run_id = uuid.uuid4().hex
         self._records = []
+        self._decisions = []
         self._stored_rows = 0
         self._json_files = 0
         self._json_sequence = itertools.count(1)
@@ -149,6 +160,10 @@ class CallbackModule(CallbackBase):
 
     def _record(self, result, task_failed: bool) -> None:
         task = result._task
+        if task.resolved_action in _DECISION_ACTIONS or task.action in _DECISION_ACTIONS:
+            if not task_failed:
+                self._record_decision(result)
+            return
         if task.resolved_action not in _BENCHMARK_ACTIONS and task.action not in _BENCHMARK_ACTIONS:
             return
         outcome = result._result
@@ -163,6 +178,37 @@ class CallbackModule(CallbackBase):
         if records:
             self._records.extend(self._store(records))
             self._write_json_files(records)
+
+    def _record_decision(self, result) -> None:
+        outcome = result._result
+        if 'decision' not in outcome:
+            return
+        document = {key: outcome.get(key) for key in _DECISION_KEYS}
+        decision = DecisionRecord(
+            recorded_at=datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%dT%H:%M:%SZ'),
+            run_id=self._run_id, host=outcome.get('host') or result._host.get_name(), model=str(outcome.get('model')),
+            variant=str(outcome.get('variant')), baseline=str(outcome.get('baseline')),
+            unit_checksum=outcome.get('unit_checksum'), document=document)
+        database = self.get_option('database')
+        try:
+            with ResultsStore(database) as store:
+                decision = dataclasses.replace(decision, row_id=store.add_decision(decision))
+        except _STORAGE_ERRORS as error:
+            self._display.warning(f'variant_benchmarks: could not store the decision on {decision.variant} in'
+                                  f' {database}: {error}')
+        self._decisions.append(decision)
+        directory = self.get_option('json_dir')
+        name = '_'.join(re.sub(r'[^A-Za-z0-9.-]+', '-', part) for part in (
+            decision.recorded_at.replace('-', '').replace(':', ''), decision.host, decision.model, decision.variant,
+            'decision', decision.run_id[:8])) + '.json'
+        path = os.path.join(directory, name)
+        try:
+            os.makedirs(directory, exist_ok=True)
+            write_atomically(path, json.dumps(dict(dataclasses.asdict(decision)), indent=2, default=str).encode('utf-8'))
+        except OSError as error:
+            self._display.warning(f'variant_benchmarks: could not write {path}: {error}')
+        else:
+            self._json_files += 1
 
     def _store(self, records):
         database = self.get_option('database')
@@ -197,7 +243,7 @@ class CallbackModule(CallbackBase):
                                  baseline_variant, noise_pct)
         self._display.banner('VARIANT BENCHMARKS')
         self._display.display(f'Run {self._run_id[:8]}. {rule_summary(baseline_variant, noise_pct)}')
-        self._display.display(text_table(groups, baseline_variant))
+        self._display.display(text_table(groups, baseline_variant, decisions_by_trial(self._decisions)))
         self._display.display(
             f"Stored {self._stored_rows} of {len(self._records)} results in {self.get_option('database')};"
             f" {self._json_files} JSON files in {self.get_option('json_dir')}.")
@@ -221,7 +267,8 @@ class CallbackModule(CallbackBase):
         try:
             with ResultsStore(self.get_option('database')) as store:
                 records = store.records()
-            outcome = write_report(path, records, baseline_variant, noise_pct)
+                decisions = store.decisions()
+            outcome = write_report(path, records, baseline_variant, noise_pct, decisions=decisions)
         except _STORAGE_ERRORS as error:
             self._display.warning(f'variant_benchmarks: could not write the report {path}: {error}')
             return

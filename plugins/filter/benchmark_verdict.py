@@ -40,7 +40,7 @@ options:
       - Half-width of the noise band in percent of the baseline's output throughput, used where the
         two sides do not both carry a 95% confidence interval.
     type: float
-    default: 5.0
+    default: 8.0
 seealso:
   - plugin: llmops.vllm.variant_benchmarks
     plugin_type: callback

@@ -10,6 +10,7 @@ host a play delegates to without installing anything.
 
 from __future__ import annotations
 
+import hashlib
 import http.client
 import json
 import random
@@ -463,6 +464,8 @@ def run_benchmark(options):
         num_prompts, options["request_rate"], options["burstiness"], random.Random(options["seed"])
     )
     pending_bodies = iter(bodies[warmup_count:])
+    # Names the exact prompts, so that a stored result says what it measured and can be rerun.
+    prompt_sha256 = hashlib.sha256(json.dumps(prompts, sort_keys=True).encode("utf-8")).hexdigest()
     results = []
     warnings = []
     for level in levels:
@@ -472,6 +475,7 @@ def run_benchmark(options):
             for dummy in range(options["repeats"])
         ]
         result = summarize_level(level, runs)
+        result["prompt_set_sha256"] = prompt_sha256
         if before is not None:
             after = _scrape_spec_decode(options["metrics_url"], options["timeout"], level, warnings)
             result.update(spec_decode_delta(before, after))

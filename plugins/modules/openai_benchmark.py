@@ -374,6 +374,12 @@ results:
       type: list
       elements: float
       sample: [0.81, 0.66, 0.58, 0.49, 0.43]
+    prompt_set_sha256:
+      description:
+        - SHA-256 of the prompts sent (warm-up and measured, in order, as JSON), which names the prompt set,
+          its seed and its size; equal values mean the same prompts.
+      returned: always
+      type: str
     output_throughput_repeats:
       description: Output throughput of each repeat.
       returned: when O(repeats) is above 1

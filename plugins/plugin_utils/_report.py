@@ -29,6 +29,20 @@ from ansible_collections.llmops.vllm.plugins.plugin_utils._comparison import (
 CHART_UNAVAILABLE = 'Chart not drawn: matplotlib is not importable on the controller.'
 
 _VERDICT_WORDS = {FASTER: 'faster', SLOWER: 'slower', WITHIN_NOISE: 'within noise'}
+_DECISION_WORDS = {'keep': 'kept', 'roll_back': 'rolled back'}
+_OUTCOME_WORDS = {'faster': 'faster', 'not_slower': 'not slower', 'slower': 'slower', 'inconclusive': 'inconclusive'}
+
+
+def decisions_by_trial(decisions: Iterable[t.Any]) -> dict[tuple[str, str, str, str], Mapping[str, t.Any]]:
+    """Stored decisions (results_store DecisionRecord) by host, model, variant and run: the latest wins."""
+    return {(decision.host, decision.model, decision.variant, decision.run_id): decision.document
+            for decision in decisions}
+
+
+def decision_text(document: Mapping[str, t.Any]) -> str:
+    """'rolled back (inconclusive)': what the decision function decided, in the words every output uses."""
+    decision = _DECISION_WORDS.get(document.get('decision'), str(document.get('decision')))
+    return f"{decision} ({_OUTCOME_WORDS.get(document.get('outcome'), document.get('outcome'))})"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -49,14 +63,19 @@ def rule_summary(baseline_variant: str, noise_pct: float) -> str:
             f" confidence intervals when repeats gave both sides one, otherwise a ±{noise_pct:g}% noise band.")
 
 
-def text_table(groups: Mapping[tuple[str, str], list[ComparisonRow]], baseline_variant: str) -> str:
-    """Fixed-width tables for the console, one per host and model, with their notes below."""
+def text_table(groups: Mapping[tuple[str, str], list[ComparisonRow]], baseline_variant: str,
+               decisions: Mapping[tuple[str, str, str, str], Mapping[str, t.Any]] | None = None) -> str:
+    """Fixed-width tables for the console, one per host and model, with their notes below.
+
+    A variant decided on in the row's run shows the decision, not the comparison's verdict.
+    """
+    decisions = decisions or {}
     header = ('variant', 'conc', 'output tok/s', 'vs base', 'TPOT ms', 'vs base', 'TTFT ms', 'vs base',
               'accept', 'verdict', 'baseline')
     right_aligned = {1, 2, 3, 4, 5, 6, 7, 8}
     blocks = []
     for (host, model), rows in groups.items():
-        cells = [header] + [_row_cells(row, baseline_variant, _describe_baseline_plain) for row in rows]
+        cells = [header] + [_row_cells(row, baseline_variant, _describe_baseline_plain, decisions) for row in rows]
         widths = [max(len(line[column]) for line in cells) for column in range(len(header))]
         lines = [f'host {host}, model {model}']
         for line in cells:
@@ -64,19 +83,24 @@ def text_table(groups: Mapping[tuple[str, str], list[ComparisonRow]], baseline_v
                       for column, (value, width) in enumerate(zip(line, widths))]
             lines.append('  ' + '  '.join(padded).rstrip())
         lines.extend(f'  note: {note}' for note in _notes(rows))
+        lines.extend(f'  decision on {variant}: {decision_text(document)}, {document.get("reason")}'
+                     for variant, document in _decisions_of(rows, decisions))
         blocks.append('\n'.join(lines))
     return '\n\n'.join(blocks)
 
 
 def markdown_report(records: list[t.Any], groups: Mapping[tuple[str, str], list[ComparisonRow]],
                     baseline_variant: str, noise_pct: float,
-                    charts: Mapping[tuple[str, str], str] | None = None, chart_note: str | None = None) -> str:
+                    charts: Mapping[tuple[str, str], str] | None = None, chart_note: str | None = None,
+                    decisions: Iterable[t.Any] = ()) -> str:
     """The whole report: per host and model, the latest result of each variant, then the history.
 
     groups are the comparison_rows of the records; charts maps (host, model) to the file name of
     the chart relative to the report.
     """
     charts = charts or {}
+    decisions = list(decisions)
+    by_trial = decisions_by_trial(decisions)
     lines = ['# vLLM variant benchmarks', '']
     if not records:
         lines.append('No benchmark results are stored yet.')
@@ -96,11 +120,19 @@ def markdown_report(records: list[t.Any], groups: Mapping[tuple[str, str], list[
         lines += _markdown_table(
             ('variant', 'concurrency', 'output tok/s', 'Δ output', 'median TPOT (ms)', 'Δ TPOT',
              'median TTFT (ms)', 'Δ TTFT', 'acceptance', 'verdict', 'baseline'),
-            [_row_cells(row, baseline_variant, _describe_baseline_markdown) for row in rows],
+            [_row_cells(row, baseline_variant, _describe_baseline_markdown, by_trial) for row in rows],
             right_aligned={1, 2, 3, 4, 5, 6, 7, 8})
         notes = _notes(rows)
         if notes:
             lines += [''] + [f'- {note}' for note in notes]
+        decided = [decision for decision in decisions if (decision.host, decision.model) == (host, model)]
+        if decided:
+            lines += ['', '### Decisions', '']
+            lines += _markdown_table(
+                ('recorded (UTC)', 'run', 'variant', 'decision', 'reason', 'rule'),
+                [(decision.recorded_at, f'`{decision.run_id[:8]}`', decision.variant, decision_text(decision.document),
+                  str(decision.document.get('reason')), str(decision.document.get('rule'))) for decision in decided],
+                right_aligned=set())
         lines += ['', '### History', '']
         lines += _markdown_table(
             ('recorded (UTC)', 'run', 'variant', 'concurrency', 'output tok/s', 'median TPOT (ms)',
@@ -150,7 +182,7 @@ def chart_png(records: list[t.Any], title: str) -> bytes | None:
 
 
 def write_report(path: str, records: list[t.Any], baseline_variant: str, noise_pct: float,
-                 draw_charts: bool = True, check_mode: bool = False) -> ReportOutcome:
+                 draw_charts: bool = True, check_mode: bool = False, decisions: Iterable[t.Any] = ()) -> ReportOutcome:
     """Write the Markdown report, and one chart per host and model beside it, when they changed."""
     report_path = os.path.abspath(path)
     directory = os.path.dirname(report_path)
@@ -170,7 +202,7 @@ def write_report(path: str, records: list[t.Any], baseline_variant: str, noise_p
             charts[(host, model)] = f'{stem}-{_file_part(host)}-{_file_part(model)}.png'
             files[os.path.join(directory, charts[(host, model)])] = png
     groups = comparison_rows(records, records, baseline_variant, noise_pct)
-    after = markdown_report(records, groups, baseline_variant, noise_pct, charts, chart_note)
+    after = markdown_report(records, groups, baseline_variant, noise_pct, charts, chart_note, decisions)
     files[report_path] = after.encode('utf-8')
     changed_files = [file_path for file_path, content in files.items() if _read_bytes(file_path) != content]
     before = _read_text(report_path)
@@ -199,11 +231,15 @@ def write_atomically(path: str, content: bytes) -> None:
         raise
 
 
-def _row_cells(row: ComparisonRow, baseline_variant: str, describe_baseline: t.Callable[[ComparisonRow], str]) -> tuple[str, ...]:
+def _row_cells(row: ComparisonRow, baseline_variant: str, describe_baseline: t.Callable[[ComparisonRow], str],
+               decisions: Mapping[tuple[str, str, str, str], Mapping[str, t.Any]]) -> tuple[str, ...]:
     record = row.record
     metrics = record.metrics
+    decision = decisions.get((record.host, record.model, record.variant, record.run_id))
     if record.variant == baseline_variant:
         verdict = 'baseline'
+    elif decision is not None:
+        verdict = decision_text(decision)
     elif row.verdict is not None:
         verdict = _VERDICT_WORDS[row.verdict.verdict]
     else:
@@ -225,6 +261,15 @@ def _row_cells(row: ComparisonRow, baseline_variant: str, describe_baseline: t.C
         verdict,
         describe_baseline(row),
     )
+
+
+def _decisions_of(rows: Iterable[ComparisonRow], decisions: Mapping[tuple[str, str, str, str], Mapping[str, t.Any]]):
+    seen = []
+    for row in rows:
+        key = (row.record.host, row.record.model, row.record.variant, row.record.run_id)
+        if key in decisions and key not in seen:
+            seen.append(key)
+            yield row.record.variant, decisions[key]
 
 
 def _describe_baseline_plain(row: ComparisonRow) -> str:

@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 
-"""Append-only SQLite store of benchmark results, one row per concurrency level."""
+"""Append-only SQLite store of benchmark results, one row per concurrency level, and of trial decisions."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import sqlite3
 import typing as t
 from collections.abc import Iterable, Mapping
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 # Index i holds the statements that take a database from schema version i to i + 1.
 _MIGRATIONS = (
@@ -52,6 +52,31 @@ _MIGRATIONS = (
         CREATE TRIGGER results_are_append_only BEFORE UPDATE ON results
         BEGIN
             SELECT RAISE(ABORT, 'benchmark results are append-only');
+        END
+        """,
+    ),
+    (
+        # What the switch role decided on a trial, in the decision function's own words.
+        """
+        CREATE TABLE decisions (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            recorded_at TEXT NOT NULL,
+            run_id TEXT NOT NULL,
+            host TEXT NOT NULL,
+            model TEXT NOT NULL,
+            variant TEXT NOT NULL,
+            baseline TEXT NOT NULL,
+            unit_checksum TEXT,
+            decision TEXT NOT NULL,
+            outcome TEXT NOT NULL,
+            reason TEXT NOT NULL,
+            document TEXT NOT NULL
+        )
+        """,
+        """
+        CREATE TRIGGER decisions_are_append_only BEFORE UPDATE ON decisions
+        BEGIN
+            SELECT RAISE(ABORT, 'trial decisions are append-only');
         END
         """,
     ),
@@ -104,6 +129,21 @@ class BenchmarkRecord:
     @property
     def speculative_config(self) -> t.Any:
         return self.labels.get('speculative_config')
+
+
+@dataclasses.dataclass(frozen=True)
+class DecisionRecord:
+    """One trial decision as stored: where and when, and the decision function's whole answer."""
+
+    recorded_at: str
+    run_id: str
+    host: str
+    model: str
+    variant: str
+    baseline: str
+    unit_checksum: str | None
+    document: Mapping[str, t.Any]
+    row_id: int | None = None
 
 
 def records_from_result(result: Mapping[str, t.Any], *, host: str, run_id: str, recorded_at: str,
@@ -220,6 +260,33 @@ class ResultsStore:
         cursor = self._connection.execute(
             f'INSERT INTO results ({names}) VALUES ({placeholders})', tuple(columns.values()))
         return cursor.lastrowid
+
+    def add_decision(self, decision: DecisionRecord) -> int:
+        """Store one trial decision."""
+        self._connection.execute('BEGIN IMMEDIATE')
+        try:
+            cursor = self._connection.execute(
+                'INSERT INTO decisions (recorded_at, run_id, host, model, variant, baseline, unit_checksum,'
+                ' decision, outcome, reason, document) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+                (decision.recorded_at, decision.run_id, decision.host, decision.model, decision.variant,
+                 decision.baseline, decision.unit_checksum, decision.document['decision'],
+                 decision.document['outcome'], decision.document['reason'], _to_json(decision.document)))
+            self._connection.execute('COMMIT')
+        except BaseException:
+            self._connection.execute('ROLLBACK')
+            raise
+        return cursor.lastrowid
+
+    def decisions(self, *, host: str | None = None, model: str | None = None) -> list[DecisionRecord]:
+        """Stored decisions, oldest first."""
+        wanted = {name: value for name, value in (('host', host), ('model', model)) if value is not None}
+        where = ' AND '.join(f'{name} = ?' for name in wanted) or '1'
+        rows = self._connection.execute(
+            'SELECT id, recorded_at, run_id, host, model, variant, baseline, unit_checksum, document'
+            f' FROM decisions WHERE {where} ORDER BY recorded_at, id', tuple(wanted.values()))
+        return [DecisionRecord(row_id=row[0], recorded_at=row[1], run_id=row[2], host=row[3], model=row[4],
+                               variant=row[5], baseline=row[6], unit_checksum=row[7], document=json.loads(row[8]))
+                for row in rows]
 
     def records(self, *, host: str | None = None, model: str | None = None,
                 variant: str | None = None) -> list[BenchmarkRecord]:

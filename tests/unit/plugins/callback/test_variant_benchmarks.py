@@ -309,3 +309,93 @@ def test_results_of_the_real_openai_benchmark_module(project, fake_vllm):
         assert json.loads(row['options'])['base_url'] == fake_vllm
     printed = [line.split()[:2] for line in run.stdout.splitlines() if line.startswith('  baseline ')]
     assert printed == [['baseline', '1'], ['baseline', '2']]
+
+
+DECIDED_TRIAL = f"""
+- name: A trial decided by llmops.vllm.trial_decision
+  hosts: bench-node
+  gather_facts: false
+  collections: [fake.bench]
+  tasks:
+    - name: Baseline
+      openai_benchmark:
+        labels: {{model: tiny, variant: baseline, unit_checksum: sum-of-baseline, lifetime: "{{{{ lifetime }}}}"}}
+        options: {OPTIONS}
+        results:
+          - {{max_concurrency: 4, output_throughput: "{{{{ base_runs[1] }}}}", output_throughput_repeats: "{{{{ base_runs }}}}",
+              completed: 32, failed: 0}}
+      register: baseline_run
+      delegate_to: localhost
+
+    - name: Variant
+      openai_benchmark:
+        labels: {{model: tiny, variant: ngram}}
+        options: {OPTIONS}
+        results:
+          - {{max_concurrency: 4, output_throughput: "{{{{ runs[1] }}}}", output_throughput_repeats: "{{{{ runs }}}}",
+              completed: 32, failed: 0}}
+      register: variant_run
+      delegate_to: localhost
+
+    - name: Decide
+      llmops.vllm.trial_decision:
+        variant: "{{{{ variant_run }}}}"
+        baseline: "{{{{ baseline_run }}}}"
+        variant_name: ngram
+        model: tiny
+        unit_checksum: sum-of-ngram
+        baseline_unit_checksum: sum-of-baseline
+        baseline_lifetime: "{{{{ lifetime }}}}"
+      register: decision
+
+    - name: Show it
+      ansible.builtin.debug:
+        msg: "DECIDED {{{{ decision.decision }}}} {{{{ decision.history.earlier_lifetimes }}}} {{{{ decision.reason }}}}"
+"""
+
+
+def run_trial(project, playbook, lifetime, base, speed):
+    """One trial: the baseline ran in this lifetime at base tok/s, the variant at speed, each +/- 1 tok/s."""
+    extra = json.dumps({'lifetime': lifetime, 'base_runs': [base - 1.0, base, base + 1.0],
+                        'runs': [speed - 1.0, speed, speed + 1.0]})
+    return subprocess.run(project.command(playbook) + ['-e', extra], cwd=project.root / 'elsewhere',
+                          env=project.environment(), capture_output=True, text=True, timeout=300, check=False)
+
+
+def decisions(database):
+    connection = sqlite3.connect(database)
+    connection.row_factory = sqlite3.Row
+    try:
+        return connection.execute('SELECT * FROM decisions ORDER BY id').fetchall()
+    finally:
+        connection.close()
+
+
+def test_a_trial_decision_is_stored_printed_and_learns_from_earlier_lifetimes(project):
+    project.configure(database='results/benchmarks.sqlite3', json_dir='results/runs', report='results/report.md')
+    playbook = project.playbook(DECIDED_TRIAL)
+    first = run_trial(project, playbook, 'L1', 100.0, 95.0)
+    assert first.returncode == 0, first.stdout + first.stderr
+    # -5% with runs 1% apart and no history: within the 8% margin, kept.
+    assert 'DECIDED keep 0 not slower at concurrency 4: -5.0% (95% interval' in first.stdout
+    assert ' '.join(table_row(first.stdout, 'ngram')[-5:]) == 'kept (not slower) this run'
+    assert '  decision on ngram: kept (not slower), not slower at concurrency 4: -5.0%' in first.stdout
+
+    # Baseline lifetimes that differ by 10% make the same -5% too uncertain to keep.
+    for lifetime, base in (('L2', 110.0), ('L3', 90.0)):
+        again = run_trial(project, playbook, lifetime, base, base * 0.95)
+        assert again.returncode == 0, again.stdout + again.stderr
+    assert 'DECIDED roll_back 2 inconclusive at concurrency 4' in again.stdout
+    assert 'between-lifetime noise decides the width' in again.stdout
+
+    results = project.config.parent / 'results'
+    rows = decisions(results / 'benchmarks.sqlite3')
+    assert [(row['variant'], row['decision'], row['outcome']) for row in rows] == [
+        ('ngram', 'keep', 'not_slower'), ('ngram', 'roll_back', 'inconclusive'), ('ngram', 'roll_back', 'inconclusive')]
+    assert json.loads(rows[2]['document'])['levels'][0]['lifetimes'] == 3
+    assert rows[0]['unit_checksum'] == 'sum-of-ngram'
+    files = [document for name, document in project.json_documents(results / 'runs').items() if '_decision_' in name]
+    assert [document['document']['reason'] for document in files] == [row['reason'] for row in rows]
+    report = (results / 'report.md').read_text(encoding='utf-8')
+    assert '### Decisions' in report
+    assert rows[2]['reason'].split(';')[0] in report

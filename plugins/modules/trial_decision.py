@@ -1,0 +1,234 @@
+# Copyright (c) 2026, llmops.vllm maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+# The work is done on the controller by the action plugin of the same name; this file documents it.
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: trial_decision
+short_description: Decide whether to keep a benchmarked vLLM variant or roll back to the baseline
+version_added: 1.1.0
+author:
+  - llmops.vllm maintainers (!UNKNOWN)
+description:
+  - Takes the benchmark of the baseline and of the variant from one trial, and the baseline's earlier
+    lifetimes from the results store of the P(llmops.vllm.variant_benchmarks#callback) callback, and
+    answers V(keep) or V(roll_back) with the rule that decided, a reason in one sentence and the
+    figures behind it. The switch role acts on this answer only, and the callback stores it, so the
+    console, the database, the JSON files and the report all show the same decision.
+  - Per concurrency level, the change in output tokens/s and its 95% interval are computed. The interval is
+    the wider of Welch's interval over the runs of the two sides and the between-lifetime interval that the
+    baseline's history shows (t(0.975, k-1) * sqrt(2) * the spread of k lifetime means). A level is
+    V(faster) when the interval lies above zero, V(not_slower) when its lower end is at least
+    -O(margin_pct), V(slower) when its upper end is below -O(margin_pct), and V(inconclusive) otherwise.
+  - The trial is V(inconclusive) when either side has fewer than O(min_runs) runs at a level or any failed
+    request. With O(keep_when=not_slower) the variant is kept when every level is V(faster) or
+    V(not_slower); with O(keep_when=faster) one level must also be V(faster). Anything else rolls back, and
+    the reason says what would decide it. docs/benchmarking.md states the error rates of this rule.
+  - Runs on the controller and changes nothing.
+options:
+  variant:
+    description: The variant's benchmark, as registered from M(llmops.vllm.openai_benchmark), or its list of results.
+    type: raw
+    required: true
+  baseline:
+    description: The baseline's benchmark from the same trial, in the same form.
+    type: raw
+    required: true
+  variant_name:
+    description: Name of the variant under trial.
+    type: str
+    required: true
+  baseline_name:
+    description: Name of the baseline variant, whose stored results form the history.
+    type: str
+    default: baseline
+  model:
+    description: The model's short name (C(vllm_model.name)), as the benchmark labels carry it.
+    type: str
+    required: true
+  host:
+    description: Inventory name of the node; defaults to the host the task runs for.
+    type: str
+  unit_checksum:
+    description: SHA-256 of the variant's unit file, returned as it is so that the stored decision names the unit.
+    type: str
+  baseline_unit_checksum:
+    description:
+      - SHA-256 of the baseline's unit file. Only history of this exact unit counts; when not set, every
+        stored lifetime of the baseline does.
+    type: str
+  baseline_lifetime:
+    description:
+      - What identifies the baseline's lifetime that was benchmarked in this trial (systemd's C(InvocationID)
+        of its unit), so that stored results of the same lifetime are not counted twice.
+    type: str
+  keep_when:
+    description: V(not_slower) keeps a variant shown to be at most O(margin_pct) slower; V(faster) also needs a level shown faster.
+    type: str
+    choices: [not_slower, faster]
+    default: not_slower
+  margin_pct:
+    description: How much slower, in percent of the baseline's output tokens/s, a kept variant may be shown to be at most.
+    type: float
+    default: 8.0
+  min_runs:
+    description: Fewer runs than this on either side at any level make the trial inconclusive.
+    type: int
+    default: 3
+  database:
+    description: The results database; by default the one the P(llmops.vllm.variant_benchmarks#callback) callback writes.
+    type: path
+  history:
+    description: Whether to read the baseline's earlier lifetimes from the database at all.
+    type: bool
+    default: true
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
+  platform:
+    platforms: posix
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+seealso:
+  - module: llmops.vllm.openai_benchmark
+  - plugin: llmops.vllm.variant_benchmarks
+    plugin_type: callback
+"""
+
+EXAMPLES = r"""
+- name: Decide on the n-gram trial
+  llmops.vllm.trial_decision:
+    variant: "{{ ngram_run }}"
+    baseline: "{{ baseline_run }}"
+    variant_name: ngram
+    model: kimi-k2.5
+    keep_when: not_slower
+  register: decision
+
+- name: Roll back unless the decision keeps the variant
+  ansible.builtin.debug:
+    msg: "{{ decision.reason }}"
+  when: decision.decision != 'keep'
+"""
+
+RETURN = r"""
+decision:
+  description: V(keep) or V(roll_back).
+  returned: always
+  type: str
+  sample: roll_back
+outcome:
+  description: V(faster), V(not_slower), V(slower) or V(inconclusive), over all levels.
+  returned: always
+  type: str
+  sample: inconclusive
+rule:
+  description: The rule that was applied, in words.
+  returned: always
+  type: str
+  sample: "keep_when=not_slower: keep when every level is shown to be at most 8.0% slower"
+reason:
+  description: Why, in one sentence, with what would decide it when the evidence was too thin.
+  returned: always
+  type: str
+  sample: "inconclusive at concurrency 4: -3.1% (95% interval -14.2% to +8.0%) output tok/s vs the baseline; the interval
+    reaches past -8.0%; to decide it: within-lifetime noise decides the width (+/-11.1%): more repeats or more prompts
+    per run narrow it"
+to_decide:
+  description: What would decide an inconclusive trial; V(null) otherwise.
+  returned: always
+  type: str
+delta_pct:
+  description: Mean change in output tokens/s over the levels, in percent of the baseline.
+  returned: always
+  type: float
+keep_when:
+  description: The O(keep_when) applied.
+  returned: always
+  type: str
+margin_pct:
+  description: The O(margin_pct) applied.
+  returned: always
+  type: float
+min_runs:
+  description: The O(min_runs) applied.
+  returned: always
+  type: int
+failed_requests:
+  description: Failed requests of each side, summed over levels and runs.
+  returned: always
+  type: dict
+  sample: {"variant": 0, "baseline": 0}
+history:
+  description: How many earlier baseline lifetimes bounded the interval, and a note saying so (or that there were none).
+  returned: always
+  type: dict
+  sample: {"earlier_lifetimes": 0, "note": "no earlier baseline lifetimes of this host, model and unit: the interval covers
+    only the noise within one lifetime"}
+levels:
+  description: The figures of every concurrency level both sides share.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    max_concurrency:
+      description: The level; V(null) for no limit.
+      type: int
+    status:
+      description: V(faster), V(not_slower), V(slower) or V(inconclusive).
+      type: str
+    delta_pct:
+      description: Change in output tokens/s, in percent of the baseline.
+      type: float
+    lower_pct:
+      description: Lower end of the 95% interval of the change; V(null) without one.
+      type: float
+    upper_pct:
+      description: Upper end of the 95% interval of the change; V(null) without one.
+      type: float
+    half_width_pct:
+      description: The half-width used, the wider of the two below.
+      type: float
+    within_half_width_pct:
+      description: Welch's half-width over the runs of the two sides; V(null) with fewer than two runs a side.
+      type: float
+    between_half_width_pct:
+      description: The half-width the baseline's lifetimes show; V(null) with fewer than two lifetimes.
+      type: float
+    between_cv_pct:
+      description: Coefficient of variation of the baseline's lifetime means, in percent.
+      type: float
+    lifetimes:
+      description: Baseline lifetimes counted, this trial's included.
+      type: int
+    variant_output_throughput:
+      description: The variant's mean output tokens/s.
+      type: float
+    baseline_output_throughput:
+      description: The baseline's mean output tokens/s.
+      type: float
+    variant_runs:
+      description: Runs of the variant.
+      type: int
+    baseline_runs:
+      description: Runs of the baseline.
+      type: int
+    too_few_runs:
+      description: Whether either side had fewer than O(min_runs) runs.
+      type: bool
+    tpot_delta_pct:
+      description: Change in median TPOT, in percent; V(null) when either side lacks it.
+      type: float
+    ttft_delta_pct:
+      description: Change in median TTFT, in percent; V(null) when either side lacks it.
+      type: float
+history_database:
+  description: The database the history was read from; V(null) when none was read.
+  returned: always
+  type: str
+"""

@@ -1,0 +1,341 @@
+# This file is private to the llmops.vllm collection; its interface may change without notice.
+# Copyright (c) 2026, llmops.vllm maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""Keep a variant or roll back to the baseline: the one rule, with the figures behind it.
+
+A trial measures the baseline in one server lifetime and the variant in another. Repeats inside a
+lifetime only show how noisy one lifetime is; two lifetimes of the same server differ by more
+(on the mock node the same baseline gave 775 to 986 tok/s over four lifetimes). So the interval
+of the difference is the wider of:
+
+- the within-lifetime interval: Welch's 95% interval of the difference of the two means of runs;
+- the between-lifetime interval: from the baseline's own history (the mean of every earlier
+  lifetime of the same host, model and unit checksum, plus this trial's), the spread of lifetime
+  means s, and the difference of two lifetimes: t(0.975, k-1) * sqrt(2) * s. A lifetime mean
+  already carries its own run noise, so the two are not added.
+
+Per concurrency level, with d the change in output throughput and [L, U] its 95% interval, both
+in percent of the baseline, and m the margin:
+
+- faster: L > 0, shown faster;
+- not slower: L >= -m, shown to be at most m percent slower;
+- slower: U < -m, shown to be more than m percent slower;
+- inconclusive: otherwise; the interval is too wide to tell.
+
+The trial is inconclusive, whatever the levels say, when either side has fewer than min_runs runs
+at a level or any failed request. keep_when=not_slower keeps a variant when every level is faster
+or not slower; keep_when=faster also needs one level shown faster. Anything else rolls back: the
+known-good baseline is the safe answer, and the reason says what would decide it.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import typing as t
+from collections.abc import Iterable, Mapping
+
+from ansible_collections.llmops.vllm.plugins.module_utils._benchmark_statistics import t_critical_95
+from ansible_collections.llmops.vllm.plugins.plugin_utils._comparison import (
+    DEFAULT_MARGIN_PCT,
+    ComparisonError,
+    benchmark_levels,
+    by_concurrency,
+    metric_number,
+    percent_change,
+)
+
+KEEP = 'keep'
+ROLL_BACK = 'roll_back'
+FASTER = 'faster'
+NOT_SLOWER = 'not_slower'
+SLOWER = 'slower'
+INCONCLUSIVE = 'inconclusive'
+KEEP_WHEN = (NOT_SLOWER, FASTER)
+
+MIN_RUNS = 3
+
+
+class DecisionError(ComparisonError):
+    """The inputs cannot be decided on; the message says why."""
+
+
+def runs_of(level: Mapping[str, t.Any]) -> list[float]:
+    """The output tokens/s of every run of one level: the repeats, or the level's own figure."""
+    repeats = level.get('output_throughput_repeats')
+    if isinstance(repeats, (list, tuple)) and repeats:
+        return [_finite(value, 'output_throughput_repeats') for value in repeats]
+    value = level.get('output_throughput_mean', level.get('output_throughput'))
+    if value is None:
+        raise DecisionError('a benchmark level has no output_throughput')
+    return [_finite(value, 'output_throughput')]
+
+
+def _finite(value: t.Any, name: str) -> float:
+    try:
+        return metric_number({name: value}, name, 'input')
+    except ComparisonError as error:
+        raise DecisionError(str(error)) from None
+
+
+def within_half_width(variant_runs: list[float], baseline_runs: list[float]) -> float | None:
+    """Half-width of Welch's 95% interval of the difference of the two means, or None with under 2 runs a side."""
+    if len(variant_runs) < 2 or len(baseline_runs) < 2:
+        return None
+    share_v = statistics.variance(variant_runs) / len(variant_runs)
+    share_b = statistics.variance(baseline_runs) / len(baseline_runs)
+    spread = math.sqrt(share_v + share_b)
+    if spread == 0:
+        return 0.0
+    # Welch-Satterthwaite degrees of freedom, rounded down to stay on the safe side.
+    df = (share_v + share_b) ** 2 / (share_v ** 2 / (len(variant_runs) - 1) + share_b ** 2 / (len(baseline_runs) - 1))
+    return t_critical_95(max(1, int(df))) * spread
+
+
+def lifetime_spread(lifetime_means: list[float]) -> dict[str, t.Any]:
+    """What k lifetime means of the baseline say about the difference between two lifetimes.
+
+    Returns the count, the coefficient of variation in percent and the half-width, in percent of
+    the mean, of the 95% interval of the difference of two lifetimes; the last two are None with
+    fewer than two lifetimes.
+    """
+    count = len(lifetime_means)
+    if count < 2:
+        return {'lifetimes': count, 'cv_pct': None, 'half_width_pct': None}
+    mean = statistics.fmean(lifetime_means)
+    cv_pct = statistics.stdev(lifetime_means) * 100.0 / mean if mean > 0 else None
+    half_width = None if cv_pct is None else t_critical_95(count - 1) * math.sqrt(2.0) * cv_pct
+    return {'lifetimes': count, 'cv_pct': cv_pct, 'half_width_pct': half_width}
+
+
+def judge_level(delta_pct: float, half_width_pct: float, margin_pct: float) -> str:
+    """faster, not_slower, slower or inconclusive for one level; see the module docstring."""
+    lower, upper = delta_pct - half_width_pct, delta_pct + half_width_pct
+    if lower > 0:
+        return FASTER
+    if lower >= -margin_pct:
+        return NOT_SLOWER
+    if upper < -margin_pct:
+        return SLOWER
+    return INCONCLUSIVE
+
+
+def _failed(levels: list[Mapping[str, t.Any]]) -> int:
+    return sum(int(level.get('failed') or 0) for level in levels)
+
+
+def history_means(history: Iterable[Mapping[str, t.Any]]) -> dict[t.Any, dict[str, float]]:
+    """Mean output tokens/s per level and lifetime of earlier baseline measurements.
+
+    Each item is one measured level: ``max_concurrency``, ``output_throughput`` (tokens/s) and
+    ``lifetime`` (what tells one server start from another: systemd's InvocationID, else the run).
+    Several measurements of one lifetime count once, by their mean.
+    """
+    grouped: dict[t.Any, dict[str, list[float]]] = {}
+    for item in history:
+        value = item.get('output_throughput')
+        lifetime = item.get('lifetime')
+        if value is None or lifetime is None:
+            continue
+        grouped.setdefault(item.get('max_concurrency'), {}).setdefault(str(lifetime), []).append(
+            _finite(value, 'history output_throughput'))
+    return {level: {lifetime: statistics.fmean(values) for lifetime, values in lifetimes.items()}
+            for level, lifetimes in grouped.items()}
+
+
+def decide(variant: t.Any, baseline: t.Any, history: Iterable[Mapping[str, t.Any]] = (),
+           keep_when: str = NOT_SLOWER, margin_pct: float = DEFAULT_MARGIN_PCT, min_runs: int = MIN_RUNS,
+           baseline_lifetime: str | None = None) -> dict[str, t.Any]:
+    """Keep the variant or roll back, with the rule that decided and the figures behind it.
+
+    variant and baseline are openai_benchmark results (or their lists of levels); history holds the
+    baseline's earlier lifetimes (see history_means); baseline_lifetime names the lifetime this
+    trial's baseline was measured in, so that it is not counted twice.
+    """
+    if keep_when not in KEEP_WHEN:
+        raise DecisionError(f'keep_when must be one of {", ".join(KEEP_WHEN)}, got {keep_when!r}')
+    margin_pct = _finite(margin_pct, 'margin_pct')
+    if margin_pct < 0:
+        raise DecisionError(f'margin_pct must not be negative, got {margin_pct}')
+    if isinstance(min_runs, bool) or not isinstance(min_runs, int) or min_runs < 1:
+        raise DecisionError(f'min_runs must be a positive integer, got {min_runs!r}')
+    try:
+        variant_levels = benchmark_levels(variant, 'variant')
+        baseline_levels = benchmark_levels(baseline, 'baseline')
+        by_variant = by_concurrency(variant_levels, 'variant')
+        by_baseline = by_concurrency(baseline_levels, 'baseline')
+    except ComparisonError as error:
+        raise DecisionError(str(error)) from None
+    shared = [level for level in by_variant if level in by_baseline]
+    if not shared:
+        raise DecisionError('the variant and the baseline share no concurrency level')
+    past = history_means(history)
+    current = baseline_lifetime or 'this trial'
+    levels = [_level(key, by_variant[key], by_baseline[key], past.get(key, {}), current, margin_pct, min_runs)
+              for key in shared]
+    failed = {'variant': _failed(variant_levels), 'baseline': _failed(baseline_levels)}
+    decision = _overall(levels, failed, keep_when, margin_pct, min_runs)
+    deltas = [level['delta_pct'] for level in levels if level['delta_pct'] is not None]
+    decision.update(
+        keep_when=keep_when,
+        margin_pct=margin_pct,
+        min_runs=min_runs,
+        delta_pct=statistics.fmean(deltas) if deltas else None,
+        failed_requests=failed,
+        levels=levels,
+        history=_history_note(levels),
+    )
+    return decision
+
+
+def _level(key, variant, baseline, past, current, margin_pct, min_runs):
+    variant_runs = runs_of(variant)
+    baseline_runs = runs_of(baseline)
+    variant_mean = statistics.fmean(variant_runs)
+    baseline_mean = statistics.fmean(baseline_runs)
+    if baseline_mean <= 0:
+        raise DecisionError('the baseline produced no output tokens at max_concurrency %s' % key)
+    delta_pct = percent_change(variant_mean, baseline_mean)
+    within = within_half_width(variant_runs, baseline_runs)
+    within_pct = None if within is None else within * 100.0 / baseline_mean
+    lifetimes = dict(past)
+    lifetimes[str(current)] = baseline_mean
+    between = lifetime_spread(list(lifetimes.values()))
+    widths = [width for width in (within_pct, between['half_width_pct']) if width is not None]
+    half_width_pct = max(widths) if widths else None
+    too_few = min(len(variant_runs), len(baseline_runs)) < min_runs
+    if too_few or half_width_pct is None:
+        status = INCONCLUSIVE
+    else:
+        status = judge_level(delta_pct, half_width_pct, margin_pct)
+    return {
+        'max_concurrency': key,
+        'status': status,
+        'delta_pct': delta_pct,
+        'lower_pct': None if half_width_pct is None else delta_pct - half_width_pct,
+        'upper_pct': None if half_width_pct is None else delta_pct + half_width_pct,
+        'half_width_pct': half_width_pct,
+        'within_half_width_pct': within_pct,
+        'between_half_width_pct': between['half_width_pct'],
+        'between_cv_pct': between['cv_pct'],
+        'lifetimes': between['lifetimes'],
+        'variant_output_throughput': variant_mean,
+        'baseline_output_throughput': baseline_mean,
+        'variant_runs': len(variant_runs),
+        'baseline_runs': len(baseline_runs),
+        'too_few_runs': too_few,
+        'tpot_delta_pct': percent_change(variant.get('median_tpot_ms'), baseline.get('median_tpot_ms')),
+        'ttft_delta_pct': percent_change(variant.get('median_ttft_ms'), baseline.get('median_ttft_ms')),
+    }
+
+
+def _where(level):
+    key = level['max_concurrency']
+    return 'at concurrency %s' % ('unlimited' if key is None else key)
+
+
+def _interval(level):
+    if level['lower_pct'] is None:
+        return '%+.1f%% (no interval: one run a side and no baseline history)' % level['delta_pct']
+    return '%+.1f%% (95%% interval %+.1f%% to %+.1f%%)' % (level['delta_pct'], level['lower_pct'], level['upper_pct'])
+
+
+def _overall(levels, failed, keep_when, margin_pct, min_runs):
+    rule = ('keep_when=not_slower: keep when every level is shown to be at most %.1f%% slower' % margin_pct
+            if keep_when == NOT_SLOWER else
+            'keep_when=faster: keep when every level is shown to be at most %.1f%% slower and one is shown faster'
+            % margin_pct)
+    if failed['variant'] or failed['baseline']:
+        return _answer(ROLL_BACK, INCONCLUSIVE, rule,
+                       'inconclusive: %d failed requests in the variant\'s benchmark and %d in the baseline\'s'
+                       % (failed['variant'], failed['baseline']),
+                       'a benchmark without failed requests (see the errors of each level), then the trial again')
+    few = [level for level in levels if level['too_few_runs']]
+    if few:
+        level = few[0]
+        return _answer(ROLL_BACK, INCONCLUSIVE, rule,
+                       'inconclusive: %d runs of the variant and %d of the baseline %s; at least %d each are needed'
+                       % (level['variant_runs'], level['baseline_runs'], _where(level), min_runs),
+                       'vllm_switch_benchmark.repeats of at least %d' % min_runs)
+    slower = [level for level in levels if level['status'] == SLOWER]
+    if slower:
+        level = min(slower, key=lambda item: item['upper_pct'])
+        return _answer(ROLL_BACK, SLOWER, rule,
+                       'slower %s: %s output tok/s vs the baseline, beyond the %.1f%% margin'
+                       % (_where(level), _interval(level), margin_pct), None)
+    unclear = [level for level in levels if level['status'] == INCONCLUSIVE]
+    if unclear:
+        level = min(unclear, key=lambda item: -math.inf if item['lower_pct'] is None else item['lower_pct'])
+        return _answer(ROLL_BACK, INCONCLUSIVE, rule,
+                       'inconclusive %s: %s output tok/s vs the baseline; the interval reaches past -%.1f%%'
+                       % (_where(level), _interval(level), margin_pct), _what_would_decide(level))
+    faster = [level for level in levels if level['status'] == FASTER]
+    outcome = FASTER if faster else NOT_SLOWER
+    best = max(faster or levels, key=lambda item: item['lower_pct'])
+    worst = min(levels, key=lambda item: item['lower_pct'])
+    if keep_when == FASTER and not faster:
+        return _answer(ROLL_BACK, NOT_SLOWER, rule,
+                       'not shown faster: %s output tok/s vs the baseline %s' % (_interval(best), _where(best)),
+                       _what_would_decide(best))
+    if faster:
+        reason = 'faster %s: %s output tok/s vs the baseline' % (_where(best), _interval(best))
+    else:
+        reason = 'not slower %s: %s output tok/s vs the baseline, within the %.1f%% margin' % (
+            _where(worst), _interval(worst), margin_pct)
+    return _answer(KEEP, outcome, rule, reason, None)
+
+
+def _what_would_decide(level):
+    within = level['within_half_width_pct']
+    between = level['between_half_width_pct']
+    if within is None and between is None:
+        return 'at least two runs a side'
+    if between is not None and (within is None or between >= within):
+        return ('between-lifetime noise decides the width (+/-%.1f%% from %d baseline lifetimes): more baseline'
+                ' lifetimes in the history narrow it (playbooks/benchmark.yml after a restart of the baseline)'
+                % (between, level['lifetimes']))
+    return ('within-lifetime noise decides the width (+/-%.1f%%): more repeats or more prompts per run narrow it'
+            % within)
+
+
+def _answer(decision, outcome, rule, reason, to_decide):
+    sentence = reason if not to_decide else '%s; to decide it: %s' % (reason, to_decide)
+    return {'decision': decision, 'outcome': outcome, 'rule': rule, 'reason': sentence, 'to_decide': to_decide}
+
+
+def _history_note(levels):
+    counts = [level['lifetimes'] for level in levels]
+    earlier = min(counts) - 1 if counts else 0
+    if earlier <= 0:
+        return {'earlier_lifetimes': 0,
+                'note': 'no earlier baseline lifetimes of this host, model and unit: the interval covers only the'
+                        ' noise within one lifetime'}
+    return {'earlier_lifetimes': earlier,
+            'note': '%d earlier baseline lifetimes of this host, model and unit bound the interval from below'
+                    % earlier}
+
+
+def history_from_records(records: Iterable[t.Any], *, host: str, model: str, baseline: str,
+                         unit_checksum: str | None) -> list[dict[str, t.Any]]:
+    """The baseline's earlier lifetimes from stored results_store records, as decide() takes them.
+
+    Only clean measurements of the same host, model, baseline variant and unit checksum count: a
+    changed unit is another server. A record names its lifetime with the ``lifetime`` label (the
+    unit's InvocationID); older records without one count as a lifetime per run.
+    """
+    history = []
+    for record in records:
+        if (record.host, record.model, record.variant) != (host, model, baseline) or record.task_failed:
+            continue
+        if unit_checksum is not None and record.unit_checksum != unit_checksum:
+            continue
+        if record.metrics.get('failed'):
+            continue
+        value = record.metrics.get('output_throughput_mean', record.metrics.get('output_throughput'))
+        if value is None:
+            continue
+        history.append({'max_concurrency': record.max_concurrency, 'output_throughput': value,
+                        'lifetime': record.labels.get('lifetime') or 'run ' + record.run_id})
+    return history

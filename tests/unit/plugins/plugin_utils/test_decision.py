@@ -1,0 +1,202 @@
+# Copyright (c) 2026, llmops.vllm maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import annotations
+
+import statistics
+
+import pytest
+
+from ansible_collections.llmops.vllm.plugins.module_utils._benchmark_statistics import t_critical_95
+from ansible_collections.llmops.vllm.plugins.plugin_utils._decision import (
+    DEFAULT_MARGIN_PCT,
+    DecisionError,
+    decide,
+    history_from_records,
+    judge_level,
+    lifetime_spread,
+    within_half_width,
+)
+from ansible_collections.llmops.vllm.plugins.plugin_utils._results_store import BenchmarkRecord
+
+
+def level(runs, concurrency=4, failed=0, **extra):
+    """One openai_benchmark level with these per-run output tokens/s."""
+    result = {'max_concurrency': concurrency, 'output_throughput_repeats': list(runs),
+              'output_throughput': statistics.fmean(runs), 'failed': failed}
+    result.update(extra)
+    return result
+
+
+def around(centre, spread, count=5):
+    """count runs centred on centre, spread evenly by +/- spread."""
+    if count == 1:
+        return [centre]
+    step = 2.0 * spread / (count - 1)
+    return [centre - spread + step * index for index in range(count)]
+
+
+def result(*levels):
+    return {'results': list(levels)}
+
+
+def test_probe_a_a_variant_two_percent_slower_with_tight_runs_is_kept_only_within_the_margin():
+    # Issue probe (a): -2% +/- 0.5 against a baseline +/- 0.5 was kept as "not slower" by the old rule.
+    variant = result(level(around(98.0, 0.5)))
+    baseline = result(level(around(100.0, 0.5)))
+
+    within_margin = decide(variant, baseline, margin_pct=3.0)
+    tight_margin = decide(variant, baseline, margin_pct=1.0)
+
+    assert (within_margin['decision'], within_margin['outcome']) == ('keep', 'not_slower')
+    assert within_margin['levels'][0]['lower_pct'] >= -3.0
+    assert (tight_margin['decision'], tight_margin['outcome']) == ('roll_back', 'slower')
+    assert tight_margin['reason'].startswith('slower at concurrency 4: -2.0% (95% interval')
+
+
+def test_probe_b_a_level_that_may_be_slower_is_not_outvoted_by_a_faster_one():
+    # Issue probe (b): +20% at concurrency 1 and -8% +/- 10 at 16 gave an overall "faster" and a keep.
+    variant = result(level(around(120.0, 1.0), concurrency=1), level(around(920.0, 90.0), concurrency=16))
+    baseline = result(level(around(100.0, 1.0), concurrency=1), level(around(1000.0, 10.0), concurrency=16))
+
+    answer = decide(variant, baseline, margin_pct=3.0)
+
+    assert [item['status'] for item in answer['levels']] == ['faster', 'inconclusive']
+    assert (answer['decision'], answer['outcome']) == ('roll_back', 'inconclusive')
+    assert answer['reason'].startswith('inconclusive at concurrency 16: -8.0% (95% interval')
+    assert 'more repeats or more prompts per run narrow it' in answer['to_decide']
+
+
+def test_keep_when_faster_needs_a_level_shown_faster():
+    variant = result(level(around(101.0, 3.0)))
+    baseline = result(level(around(100.0, 3.0)))
+    faster = result(level(around(110.0, 3.0)))
+
+    not_faster = decide(variant, baseline, keep_when='faster')
+    shown_faster = decide(faster, baseline, keep_when='faster')
+
+    assert (not_faster['decision'], not_faster['outcome']) == ('roll_back', 'not_slower')
+    assert not_faster['reason'].startswith('not shown faster: +1.0% (95% interval')
+    assert (shown_faster['decision'], shown_faster['outcome']) == ('keep', 'faster')
+    assert shown_faster['rule'].startswith('keep_when=faster')
+
+
+@pytest.mark.parametrize('runs, reason', [
+    (1, 'inconclusive: 1 runs of the variant and 1 of the baseline at concurrency 4; at least 3 each are needed'),
+    (2, 'inconclusive: 2 runs of the variant and 2 of the baseline at concurrency 4; at least 3 each are needed'),
+])
+def test_fewer_than_three_runs_a_side_is_inconclusive_whatever_the_figures(runs, reason):
+    answer = decide(result(level(around(150.0, 0.1, runs))), result(level(around(100.0, 0.1, runs))))
+
+    assert (answer['decision'], answer['outcome']) == ('roll_back', 'inconclusive')
+    assert answer['reason'] == reason + '; to decide it: vllm_switch_benchmark.repeats of at least 3'
+
+
+@pytest.mark.parametrize('side', ['variant', 'baseline'])
+def test_failed_requests_on_either_side_are_inconclusive(side):
+    sides = {'variant': result(level(around(110.0, 0.5))), 'baseline': result(level(around(100.0, 0.5)))}
+    sides[side]['results'][0]['failed'] = 2
+
+    answer = decide(sides['variant'], sides['baseline'])
+
+    assert (answer['decision'], answer['outcome']) == ('roll_back', 'inconclusive')
+    assert answer['failed_requests'][side] == 2
+    assert 'failed requests' in answer['reason']
+
+
+def test_the_interval_is_never_narrower_than_the_baselines_lifetimes_show():
+    # Runs inside one lifetime agree within 0.5%, but the baseline's lifetimes spread by ~5%.
+    variant = result(level(around(97.0, 0.5)))
+    baseline = result(level(around(100.0, 0.5)))
+    history = [{'max_concurrency': 4, 'output_throughput': value, 'lifetime': 'L%d' % index}
+               for index, value in enumerate([95.0, 105.0, 100.0, 92.0, 108.0])]
+
+    without = decide(variant, baseline)
+    with_history = decide(variant, baseline, history=history)
+
+    level_figures = with_history['levels'][0]
+    lifetimes = [95.0, 105.0, 100.0, 92.0, 108.0, 100.0]
+    expected = t_critical_95(5) * 2 ** 0.5 * statistics.stdev(lifetimes) * 100.0 / statistics.fmean(lifetimes)
+    assert level_figures['lifetimes'] == 6
+    assert level_figures['between_half_width_pct'] == pytest.approx(expected)
+    assert level_figures['half_width_pct'] == pytest.approx(expected)
+    assert level_figures['half_width_pct'] > level_figures['within_half_width_pct']
+    assert (without['decision'], with_history['decision']) == ('keep', 'roll_back')
+    assert with_history['outcome'] == 'inconclusive'
+    assert 'between-lifetime noise decides the width' in with_history['to_decide']
+    assert without['history']['note'].startswith('no earlier baseline lifetimes')
+    assert with_history['history']['earlier_lifetimes'] == 5
+
+
+def test_the_trials_own_lifetime_is_counted_once():
+    history = [{'max_concurrency': 4, 'output_throughput': 100.0, 'lifetime': 'now'},
+               {'max_concurrency': 4, 'output_throughput': 101.0, 'lifetime': 'before'}]
+
+    answer = decide(result(level(around(100.0, 0.5))), result(level(around(100.0, 0.5))), history=history,
+                    baseline_lifetime='now')
+
+    assert answer['levels'][0]['lifetimes'] == 2
+
+
+@pytest.mark.parametrize('delta, half_width, margin, status', [
+    (5.0, 4.0, 8.0, 'faster'),
+    (5.0, 5.0, 8.0, 'not_slower'),      # lower end exactly 0 is not shown faster
+    (-3.0, 5.0, 8.0, 'not_slower'),     # lower end -8: exactly the margin still counts
+    (-3.0, 5.1, 8.0, 'inconclusive'),
+    (-20.0, 5.0, 8.0, 'slower'),
+    (-13.0, 5.0, 8.0, 'inconclusive'),  # upper end exactly -8 is not beyond the margin
+])
+def test_judge_level_edges(delta, half_width, margin, status):
+    assert judge_level(delta, half_width, margin) == status
+
+
+def test_welch_half_width_and_lifetime_spread_by_hand():
+    # Two sides of 3 runs with variance 1 each: se = sqrt(2/3), Welch df = 4.
+    assert within_half_width([9.0, 10.0, 11.0], [19.0, 20.0, 21.0]) == pytest.approx(2.7764 * (2 / 3) ** 0.5)
+    assert within_half_width([10.0], [20.0, 21.0]) is None
+    assert within_half_width([10.0, 10.0], [20.0, 20.0]) == 0.0
+    assert lifetime_spread([100.0]) == {'lifetimes': 1, 'cv_pct': None, 'half_width_pct': None}
+    spread = lifetime_spread([90.0, 110.0])
+    assert spread['cv_pct'] == pytest.approx(statistics.stdev([90.0, 110.0]))
+    assert spread['half_width_pct'] == pytest.approx(12.7062 * 2 ** 0.5 * spread['cv_pct'])
+
+
+def test_history_from_records_keeps_clean_runs_of_the_same_baseline_unit():
+    def record(variant='baseline', checksum='aaa', lifetime='L1', failed=0, task_failed=False, run='r1', value=100.0):
+        labels = {'unit_checksum': checksum}
+        if lifetime:
+            labels['lifetime'] = lifetime
+        return BenchmarkRecord(recorded_at='2026-11-30T00:00:00Z', run_id=run, host='node', model='m', variant=variant,
+                               metrics={'max_concurrency': 4, 'output_throughput': value, 'failed': failed},
+                               labels=labels, task_failed=task_failed)
+
+    records = [record(), record(variant='ngram'), record(checksum='bbb'), record(failed=1), record(task_failed=True),
+               record(lifetime=None, run='r2', value=90.0)]
+
+    history = history_from_records(records, host='node', model='m', baseline='baseline', unit_checksum='aaa')
+
+    assert history == [{'max_concurrency': 4, 'output_throughput': 100.0, 'lifetime': 'L1'},
+                       {'max_concurrency': 4, 'output_throughput': 90.0, 'lifetime': 'run r2'}]
+
+
+@pytest.mark.parametrize('kwargs, message', [
+    ({'keep_when': 'always'}, 'keep_when must be one of not_slower, faster'),
+    ({'margin_pct': -1}, 'margin_pct must not be negative'),
+    ({'min_runs': 0}, 'min_runs must be a positive integer'),
+])
+def test_bad_settings_are_refused(kwargs, message):
+    with pytest.raises(DecisionError, match=message):
+        decide(result(level([1.0, 1.0, 1.0])), result(level([1.0, 1.0, 1.0])), **kwargs)
+
+
+def test_levels_must_overlap():
+    with pytest.raises(DecisionError, match='share no concurrency level'):
+        decide(result(level([1.0, 1.0, 1.0], concurrency=1)), result(level([1.0, 1.0, 1.0], concurrency=2)))
+
+
+def test_the_default_margin_is_the_collections_one():
+    answer = decide(result(level(around(100.0, 0.5))), result(level(around(100.0, 0.5))))
+
+    assert answer['margin_pct'] == DEFAULT_MARGIN_PCT == 8.0
+    assert answer['decision'] == 'keep'
