@@ -37,6 +37,7 @@ _ARGUMENT_SPEC = {
     'min_runs': {'type': 'int', 'default': MIN_RUNS},
     'database': {'type': 'path'},
     'history': {'type': 'bool', 'default': True},
+    'slo': {'type': 'dict'},
 }
 
 
@@ -60,7 +61,7 @@ class ActionModule(ActionBase):
         try:
             answer = decide(args['variant'], args['baseline'], history=history, keep_when=args['keep_when'],
                             margin_pct=args['margin_pct'], min_runs=args['min_runs'],
-                            baseline_lifetime=args['baseline_lifetime'])
+                            baseline_lifetime=args['baseline_lifetime'], slo=args['slo'])
         except DecisionError as error:
             raise AnsibleActionFail(f'trial_decision: {error}') from error
         result.update(answer)

@@ -129,7 +129,7 @@ _BENCHMARK_ACTIONS = frozenset(('llmops.vllm.openai_benchmark', 'openai_benchmar
 _DECISION_ACTIONS = frozenset(('llmops.vllm.trial_decision', 'trial_decision'))
 # What of a trial_decision result is the decision itself, rather than Ansible's bookkeeping.
 _DECISION_KEYS = ('decision', 'outcome', 'rule', 'reason', 'to_decide', 'keep_when', 'margin_pct', 'min_runs',
-                  'delta_pct', 'failed_requests', 'levels', 'history', 'baseline', 'unit_checksum')
+                  'delta_pct', 'failed_requests', 'slo', 'levels', 'history', 'baseline', 'unit_checksum')
 
 # The benchmark's endpoint option mapped to the backend name vllm bench serve writes for it.
 _BACKENDS = {'completions': 'openai', 'chat': 'openai-chat'}

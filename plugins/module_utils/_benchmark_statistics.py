@@ -34,7 +34,7 @@ def percentile(sorted_values, q):
 
 
 def distribution_ms(name, seconds):
-    """mean, median, population std and p99 of durations in seconds, as ``<stat>_<name>_ms`` keys.
+    """mean, median, population std, p90 and p99 of durations in seconds, as ``<stat>_<name>_ms`` keys.
 
     An empty list reports zeros, as vllm bench serve does.
     """
@@ -45,6 +45,7 @@ def distribution_ms(name, seconds):
         "mean_%s_ms" % name: mean * 1000.0,
         "median_%s_ms" % name: percentile(values, 50) * 1000.0,
         "std_%s_ms" % name: math.sqrt(variance) * 1000.0,
+        "p90_%s_ms" % name: percentile(values, 90) * 1000.0,
         "p99_%s_ms" % name: percentile(values, 99) * 1000.0,
     }
 

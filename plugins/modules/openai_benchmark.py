@@ -276,6 +276,9 @@ results:
       description: Population standard deviation of the time to first token chunk, in milliseconds.
       type: float
       sample: 2.5
+    p90_ttft_ms:
+      description: 90th percentile (linear interpolation) of the time to first token chunk, in milliseconds.
+      type: float
     p99_ttft_ms:
       description: 99th percentile (linear interpolation) of the time to first token chunk, in milliseconds.
       type: float
@@ -298,6 +301,9 @@ results:
           than one output token), in milliseconds.
       type: float
       sample: 1.1
+    p90_tpot_ms:
+      description: 90th percentile (linear interpolation) of the time per output token after the first, in milliseconds.
+      type: float
     p99_tpot_ms:
       description:
         - 99th percentile (linear interpolation) of the time per output token after the first (TPOT, over requests
@@ -318,6 +324,9 @@ results:
           in milliseconds.
       type: float
       sample: 1.1
+    p90_itl_ms:
+      description: 90th percentile (linear interpolation) of the inter-token latency, in milliseconds.
+      type: float
     p99_itl_ms:
       description:
         - 99th percentile (linear interpolation) of the inter-token latency (every gap between token chunks of every
@@ -337,6 +346,9 @@ results:
         - Population standard deviation of the end-to-end latency (request sent to last token chunk), in milliseconds.
       type: float
       sample: 278.4
+    p90_e2el_ms:
+      description: 90th percentile (linear interpolation) of the end-to-end latency, in milliseconds.
+      type: float
     p99_e2el_ms:
       description:
         - 99th percentile (linear interpolation) of the end-to-end latency (request sent to last token chunk), in

@@ -24,7 +24,8 @@ description:
     V(faster) when the interval lies above zero, V(not_slower) when its lower end is at least
     -O(margin_pct), V(slower) when its upper end is below -O(margin_pct), and V(inconclusive) otherwise.
   - The trial is V(inconclusive) when either side has fewer than O(min_runs) runs at a level or any failed
-    request. With O(keep_when=not_slower) the variant is kept when every level is V(faster) or
+    request. Next, a level that breaks O(slo) rolls the variant back as V(slo_breached), whatever its
+    throughput. With O(keep_when=not_slower) the variant is kept when every level is V(faster) or
     V(not_slower); with O(keep_when=faster) one level must also be V(faster). Anything else rolls back, and
     the reason says what would decide it. docs/benchmarking.md states the error rates of this rule.
   - Runs on the controller and changes nothing.
@@ -85,6 +86,16 @@ options:
     description: Whether to read the baseline's earlier lifetimes from the database at all.
     type: bool
     default: true
+  slo:
+    description:
+      - Latency limits the variant must meet at every level, else it is rolled back. Absolute limits in
+        milliseconds by metric name, any of C({median,p90,p99}_{ttft,tpot,itl,e2el}_ms), for example
+        C(p99_ttft_ms=2000).
+      - C(max_regression_pct) maps metric names to the largest rise, in percent of the baseline's same
+        figure, for example C(p99_ttft_ms=20) under it.
+      - C(by_concurrency) maps a level to limits of the same shape, which replace the general ones key by key.
+      - A bad key or value fails the task naming it, before anything is decided.
+    type: dict
 attributes:
   check_mode:
     support: full
@@ -123,7 +134,7 @@ decision:
   type: str
   sample: roll_back
 outcome:
-  description: V(faster), V(not_slower), V(slower) or V(inconclusive), over all levels.
+  description: V(faster), V(not_slower), V(slower), V(inconclusive) or V(slo_breached), over all levels.
   returned: always
   type: str
   sample: inconclusive
@@ -227,6 +238,14 @@ levels:
     ttft_delta_pct:
       description: Change in median TTFT, in percent; V(null) when either side lacks it.
       type: float
+    slo_breaches:
+      description: What of this level breaks O(slo), in words; empty when it holds.
+      type: list
+      elements: str
+slo:
+  description: The O(slo) applied, with numbers as floats; V(null) without one.
+  returned: always
+  type: dict
 history_database:
   description: The database the history was read from; V(null) when none was read.
   returned: always

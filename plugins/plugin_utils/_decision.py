@@ -25,7 +25,9 @@ in percent of the baseline, and m the margin:
 - inconclusive: otherwise; the interval is too wide to tell.
 
 The trial is inconclusive, whatever the levels say, when either side has fewer than min_runs runs
-at a level or any failed request. keep_when=not_slower keeps a variant when every level is faster
+at a level or any failed request. Latency SLOs come next: a variant whose level breaks a limit (an
+absolute one such as p99 TTFT in ms, or a regression in percent against the baseline's same
+figure) is rolled back for that, whatever its throughput. keep_when=not_slower keeps a variant when every level is faster
 or not slower; keep_when=faster also needs one level shown faster. Anything else rolls back: the
 known-good baseline is the safe answer, and the reason says what would decide it.
 """
@@ -53,7 +55,13 @@ FASTER = 'faster'
 NOT_SLOWER = 'not_slower'
 SLOWER = 'slower'
 INCONCLUSIVE = 'inconclusive'
+SLO_BREACHED = 'slo_breached'
 KEEP_WHEN = (NOT_SLOWER, FASTER)
+
+# Latency figures an SLO may bound: those openai_benchmark reports for every level.
+SLO_METRICS = tuple('%s_%s_ms' % (stat, metric) for metric in ('ttft', 'tpot', 'itl', 'e2el')
+                    for stat in ('median', 'p90', 'p99'))
+_SLO_KEYS = SLO_METRICS + ('max_regression_pct', 'by_concurrency')
 
 MIN_RUNS = 3
 
@@ -76,8 +84,90 @@ def runs_of(level: Mapping[str, t.Any]) -> list[float]:
 def _finite(value: t.Any, name: str) -> float:
     try:
         return metric_number({name: value}, name, 'input')
-    except ComparisonError as error:
-        raise DecisionError(str(error)) from None
+    except ComparisonError:
+        raise DecisionError(f'{name} must be a finite number, got {value!r}') from None
+
+
+def check_slo(slo: t.Any, where: str = 'vllm_switch_slo') -> dict[str, t.Any]:
+    """Validate an SLO mapping and return it with numbers as floats; raise DecisionError naming the key.
+
+    Shape: absolute limits in ms by metric name (``p99_ttft_ms: 2000``), ``max_regression_pct``
+    as a mapping of metric name to percent, and ``by_concurrency`` mapping a level to its own
+    limits of the same shape, which replace the general ones key by key.
+    """
+    if slo is None:
+        return {}
+    if not isinstance(slo, Mapping):
+        raise DecisionError(f'{where} must be a mapping, got {type(slo).__name__}')
+    checked: dict[str, t.Any] = {}
+    for key, value in slo.items():
+        here = f'{where}.{key}'
+        if key not in _SLO_KEYS:
+            raise DecisionError(f'{here}: unknown key; use one of {", ".join(_SLO_KEYS)}')
+        if key == 'by_concurrency':
+            if not isinstance(value, Mapping):
+                raise DecisionError(f'{here} must map concurrency levels to limits')
+            checked[key] = {}
+            for level, limits in value.items():
+                try:
+                    number = int(level)
+                except (TypeError, ValueError):
+                    raise DecisionError(f'{here}: {level!r} is not a concurrency level') from None
+                nested = check_slo(limits, f'{here}.{level}')
+                if 'by_concurrency' in nested:
+                    raise DecisionError(f'{here}.{level}: by_concurrency does not nest')
+                checked[key][number] = nested
+        elif key == 'max_regression_pct':
+            if not isinstance(value, Mapping):
+                raise DecisionError(f'{here} must map metric names to a percent, e.g. {{p99_ttft_ms: 20}}')
+            checked[key] = {}
+            for metric, percent in value.items():
+                if metric not in SLO_METRICS:
+                    raise DecisionError(f'{here}.{metric}: unknown metric; use one of {", ".join(SLO_METRICS)}')
+                checked[key][metric] = _positive(percent, f'{here}.{metric}')
+        else:
+            checked[key] = _positive(value, here)
+    return checked
+
+
+def _positive(value: t.Any, where: str) -> float:
+    number = _finite(value, where)
+    if number <= 0:
+        raise DecisionError(f'{where} must be a positive number, got {value!r}')
+    return number
+
+
+def slo_breaches(variant: Mapping[str, t.Any], baseline: Mapping[str, t.Any], slo: Mapping[str, t.Any]) -> list[str]:
+    """What of one level of the variant breaks the (checked) SLO, in words; empty when it holds.
+
+    A figure the variant does not report breaks nothing; a regression needs the baseline's figure too.
+    """
+    limits = dict(slo)
+    level = variant.get('max_concurrency')
+    own = (slo.get('by_concurrency') or {}).get(level, {})
+    limits.update((key, value) for key, value in own.items() if key != 'max_regression_pct')
+    regressions = dict(slo.get('max_regression_pct') or {})
+    regressions.update(own.get('max_regression_pct') or {})
+    breaches = []
+    for metric in SLO_METRICS:
+        value = variant.get(metric)
+        if value is None:
+            continue
+        value = _finite(value, metric)
+        if metric in limits and value > limits[metric]:
+            breaches.append('%s %.1f ms > %g ms' % (_metric_words(metric), value, limits[metric]))
+        base = baseline.get(metric)
+        if metric in regressions and base:
+            change = percent_change(value, _finite(base, metric))
+            if change > regressions[metric]:
+                breaches.append('%s %+.1f%% vs the baseline (%.1f ms vs %.1f ms) > +%g%%'
+                                % (_metric_words(metric), change, value, float(base), regressions[metric]))
+    return breaches
+
+
+def _metric_words(metric: str) -> str:
+    stat, name, dummy = metric.split('_')
+    return '%s %s' % (stat, name.upper())
 
 
 def within_half_width(variant_runs: list[float], baseline_runs: list[float]) -> float | None:
@@ -147,7 +237,7 @@ def history_means(history: Iterable[Mapping[str, t.Any]]) -> dict[t.Any, dict[st
 
 def decide(variant: t.Any, baseline: t.Any, history: Iterable[Mapping[str, t.Any]] = (),
            keep_when: str = NOT_SLOWER, margin_pct: float = DEFAULT_MARGIN_PCT, min_runs: int = MIN_RUNS,
-           baseline_lifetime: str | None = None) -> dict[str, t.Any]:
+           baseline_lifetime: str | None = None, slo: t.Any = None) -> dict[str, t.Any]:
     """Keep the variant or roll back, with the rule that decided and the figures behind it.
 
     variant and baseline are openai_benchmark results (or their lists of levels); history holds the
@@ -161,6 +251,7 @@ def decide(variant: t.Any, baseline: t.Any, history: Iterable[Mapping[str, t.Any
         raise DecisionError(f'margin_pct must not be negative, got {margin_pct}')
     if isinstance(min_runs, bool) or not isinstance(min_runs, int) or min_runs < 1:
         raise DecisionError(f'min_runs must be a positive integer, got {min_runs!r}')
+    slo = check_slo(slo)
     try:
         variant_levels = benchmark_levels(variant, 'variant')
         baseline_levels = benchmark_levels(baseline, 'baseline')
@@ -175,6 +266,9 @@ def decide(variant: t.Any, baseline: t.Any, history: Iterable[Mapping[str, t.Any
     current = baseline_lifetime or 'this trial'
     levels = [_level(key, by_variant[key], by_baseline[key], past.get(key, {}), current, margin_pct, min_runs)
               for key in shared]
+    for level in levels:
+        level['slo_breaches'] = slo_breaches(by_variant[level['max_concurrency']],
+                                             by_baseline[level['max_concurrency']], slo)
     failed = {'variant': _failed(variant_levels), 'baseline': _failed(baseline_levels)}
     decision = _overall(levels, failed, keep_when, margin_pct, min_runs)
     deltas = [level['delta_pct'] for level in levels if level['delta_pct'] is not None]
@@ -184,6 +278,7 @@ def decide(variant: t.Any, baseline: t.Any, history: Iterable[Mapping[str, t.Any
         min_runs=min_runs,
         delta_pct=statistics.fmean(deltas) if deltas else None,
         failed_requests=failed,
+        slo=slo or None,
         levels=levels,
         history=_history_note(levels),
     )
@@ -259,6 +354,12 @@ def _overall(levels, failed, keep_when, margin_pct, min_runs):
                        'inconclusive: %d runs of the variant and %d of the baseline %s; at least %d each are needed'
                        % (level['variant_runs'], level['baseline_runs'], _where(level), min_runs),
                        'vllm_switch_benchmark.repeats of at least %d' % min_runs)
+    breaking = [level for level in levels if level['slo_breaches']]
+    if breaking:
+        level = breaking[0]
+        return _answer(ROLL_BACK, SLO_BREACHED, rule,
+                       'breaks its SLO %s: %s (output tok/s %s)'
+                       % (_where(level), '; '.join(level['slo_breaches']), _interval(level)), None)
     slower = [level for level in levels if level['status'] == SLOWER]
     if slower:
         level = min(slower, key=lambda item: item['upper_pct'])

@@ -30,7 +30,8 @@ CHART_UNAVAILABLE = 'Chart not drawn: matplotlib is not importable on the contro
 
 _VERDICT_WORDS = {FASTER: 'faster', SLOWER: 'slower', WITHIN_NOISE: 'within noise'}
 _DECISION_WORDS = {'keep': 'kept', 'roll_back': 'rolled back'}
-_OUTCOME_WORDS = {'faster': 'faster', 'not_slower': 'not slower', 'slower': 'slower', 'inconclusive': 'inconclusive'}
+_OUTCOME_WORDS = {'faster': 'faster', 'not_slower': 'not slower', 'slower': 'slower', 'inconclusive': 'inconclusive',
+                  'slo_breached': 'breaks its SLO'}
 
 
 def decisions_by_trial(decisions: Iterable[t.Any]) -> dict[tuple[str, str, str, str], Mapping[str, t.Any]]:

@@ -46,6 +46,7 @@ def test_distribution_reports_milliseconds_with_population_std():
         "mean_ttft_ms": 30.0,
         "median_ttft_ms": 25.0,
         "std_ttft_ms": (((20 ** 2) + (10 ** 2) + 0 + (30 ** 2)) / 4) ** 0.5,
+        "p90_ttft_ms": 30.0 + 30.0 * 0.7,
         "p99_ttft_ms": 30.0 + 30.0 * 0.97,
     })
 

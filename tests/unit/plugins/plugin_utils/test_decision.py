@@ -200,3 +200,56 @@ def test_the_default_margin_is_the_collections_one():
 
     assert answer['margin_pct'] == DEFAULT_MARGIN_PCT == 8.0
     assert answer['decision'] == 'keep'
+
+
+def test_a_faster_variant_that_breaks_a_latency_slo_is_rolled_back_for_it():
+    # Issue 11: n-gram's throughput may win while its TTFT loses.
+    variant = result(level(around(120.0, 0.5), p99_ttft_ms=812.0, p99_tpot_ms=20.0))
+    baseline = result(level(around(100.0, 0.5), p99_ttft_ms=400.0, p99_tpot_ms=22.0))
+
+    kept = decide(variant, baseline, slo={'p99_tpot_ms': 50})
+    absolute = decide(variant, baseline, slo={'p99_ttft_ms': 500})
+    regression = decide(variant, baseline, slo={'max_regression_pct': {'p99_ttft_ms': 50}})
+
+    assert (kept['decision'], kept['outcome']) == ('keep', 'faster')
+    assert (absolute['decision'], absolute['outcome']) == ('roll_back', 'slo_breached')
+    assert absolute['reason'].startswith('breaks its SLO at concurrency 4: p99 TTFT 812.0 ms > 500 ms (output tok/s +20.0%')
+    assert regression['levels'][0]['slo_breaches'] == ['p99 TTFT +103.0% vs the baseline (812.0 ms vs 400.0 ms) > +50%']
+    assert regression['slo'] == {'max_regression_pct': {'p99_ttft_ms': 50.0}}
+
+
+def test_slo_limits_per_concurrency_level_replace_the_general_ones():
+    slo = {'p99_ttft_ms': 500, 'by_concurrency': {16: {'p99_ttft_ms': 2000}}}
+    variant = result(level(around(100.0, 0.5), concurrency=1, p99_ttft_ms=450.0),
+                     level(around(400.0, 2.0), concurrency=16, p99_ttft_ms=1500.0))
+    baseline = result(level(around(100.0, 0.5), concurrency=1, p99_ttft_ms=440.0),
+                      level(around(400.0, 2.0), concurrency=16, p99_ttft_ms=1400.0))
+
+    answer = decide(variant, baseline, slo=slo)
+
+    assert [item['slo_breaches'] for item in answer['levels']] == [[], []]
+    assert answer['decision'] == 'keep'
+    tighter = decide(variant, baseline, slo={'p99_ttft_ms': 500, 'by_concurrency': {'16': {'p99_ttft_ms': 1000}}})
+    assert tighter['reason'].startswith('breaks its SLO at concurrency 16: p99 TTFT 1500.0 ms > 1000 ms')
+
+
+def test_failed_requests_and_too_few_runs_still_come_before_an_slo():
+    variant = result(level(around(120.0, 0.5, 2), p99_ttft_ms=900.0))
+    baseline = result(level(around(100.0, 0.5, 2), p99_ttft_ms=400.0))
+
+    assert decide(variant, baseline, slo={'p99_ttft_ms': 500})['outcome'] == 'inconclusive'
+
+
+@pytest.mark.parametrize('slo, message', [
+    ('fast', 'vllm_switch_slo must be a mapping'),
+    ({'p99_latency_ms': 5}, r'vllm_switch_slo.p99_latency_ms: unknown key'),
+    ({'p99_ttft_ms': 0}, r'vllm_switch_slo.p99_ttft_ms must be a positive number'),
+    ({'p99_ttft_ms': 'soon'}, r'vllm_switch_slo.p99_ttft_ms must be a finite number'),
+    ({'max_regression_pct': 10}, r'vllm_switch_slo.max_regression_pct must map metric names'),
+    ({'max_regression_pct': {'ttft': 10}}, r'vllm_switch_slo.max_regression_pct.ttft: unknown metric'),
+    ({'by_concurrency': {'many': {}}}, r"vllm_switch_slo.by_concurrency: 'many' is not a concurrency level"),
+    ({'by_concurrency': {4: {'by_concurrency': {}}}}, r'vllm_switch_slo.by_concurrency.4: by_concurrency does not nest'),
+])
+def test_a_bad_slo_is_refused_naming_the_key(slo, message):
+    with pytest.raises(DecisionError, match=message):
+        decide(result(level([1.0, 1.0, 1.0])), result(level([1.0, 1.0, 1.0])), slo=slo)
