@@ -22,7 +22,10 @@ description:
   - With several levels the variant is slower if any level is slower, otherwise faster if any level
     is faster, otherwise within noise.
   - The P(llmops.vllm.variant_benchmarks#callback) callback and M(llmops.vllm.benchmark_report) judge
-    with the same rule.
+    with the same rule results that no trial decided on.
+  - This is a comparison, not a decision. Whether to keep a variant is decided by
+    M(llmops.vllm.trial_decision), which also requires enough runs, no failed requests and an interval
+    that covers the baseline's between-lifetime noise.
 options:
   _input:
     description:
@@ -55,9 +58,9 @@ EXAMPLES = r"""
   register: variant_run
   delegate_to: localhost
 
-- name: Keep the variant unless it is slower than the baseline measured before it
-  ansible.builtin.set_fact:
-    keep_variant: "{{ (variant_run | llmops.vllm.benchmark_verdict(baseline_run, noise_pct=3)).verdict != 'slower' }}"
+- name: Say how the variant compares with the baseline (to keep or roll back, use llmops.vllm.trial_decision)
+  ansible.builtin.debug:
+    msg: "{{ (variant_run | llmops.vllm.benchmark_verdict(baseline_run, noise_pct=3)).verdict }}"
 
 - name: Show the throughput change at concurrency 4
   ansible.builtin.debug:
