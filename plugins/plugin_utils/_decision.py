@@ -271,6 +271,10 @@ def decide(variant: t.Any, baseline: t.Any, history: Iterable[Mapping[str, t.Any
                                              by_baseline[level['max_concurrency']], slo)
     failed = {'variant': _failed(variant_levels), 'baseline': _failed(baseline_levels)}
     decision = _overall(levels, failed, keep_when, margin_pct, min_runs)
+    history_note = _history_note(levels)
+    if not history_note['earlier_lifetimes'] and decision['outcome'] in (FASTER, NOT_SLOWER, SLOWER):
+        # Said where the operator reads it: an interval without history may be too narrow.
+        decision['reason'] += ' (%s)' % history_note['note']
     deltas = [level['delta_pct'] for level in levels if level['delta_pct'] is not None]
     decision.update(
         keep_when=keep_when,
@@ -280,7 +284,7 @@ def decide(variant: t.Any, baseline: t.Any, history: Iterable[Mapping[str, t.Any
         failed_requests=failed,
         slo=slo or None,
         levels=levels,
-        history=_history_note(levels),
+        history=history_note,
     )
     return decision
 

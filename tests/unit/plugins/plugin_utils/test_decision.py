@@ -126,6 +126,9 @@ def test_the_interval_is_never_narrower_than_the_baselines_lifetimes_show():
     assert with_history['outcome'] == 'inconclusive'
     assert 'between-lifetime noise decides the width' in with_history['to_decide']
     assert without['history']['note'].startswith('no earlier baseline lifetimes')
+    assert without['reason'].endswith('(no earlier baseline lifetimes of this host, model and unit: the interval'
+                                      ' covers only the noise within one lifetime)')
+    assert '(no earlier baseline' not in with_history['reason']
     assert with_history['history']['earlier_lifetimes'] == 5
 
 
