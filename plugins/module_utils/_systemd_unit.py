@@ -252,12 +252,6 @@ def find_fatal_cause(lines):
     return None
 
 
-def find_fatal_line(lines):
-    """The sentence of find_fatal_cause() for messages, or None."""
-    cause = find_fatal_cause(lines)
-    return cause.describe() if cause else None
-
-
 def engine_died(lines):
     """Whether the journal says the engine or one of its workers is gone (its API may still answer)."""
     dead = [pattern for name, pattern in FATAL_PATTERNS if name in ("worker_signal", "engine_dead")]
