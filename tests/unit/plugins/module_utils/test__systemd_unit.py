@@ -31,6 +31,7 @@ def fatal_line(lines):
     cause = find_fatal_cause(lines)
     return cause.describe() if cause else None
 
+
 # `systemctl show vllm-tiny-ngram.service --property=...` of a unit whose server ran out of memory.
 SHOW_FAILED = """LoadState=loaded
 ActiveState=failed
