@@ -198,9 +198,8 @@ class CallbackModule(CallbackBase):
                                   f' {database}: {error}')
         self._decisions.append(decision)
         directory = self.get_option('json_dir')
-        name = '_'.join(re.sub(r'[^A-Za-z0-9.-]+', '-', part) for part in (
-            decision.recorded_at.replace('-', '').replace(':', ''), decision.host, decision.model, decision.variant,
-            'decision', decision.run_id[:8])) + '.json'
+        name = _file_name((decision.recorded_at.replace('-', '').replace(':', ''), decision.host, decision.model,
+                           decision.variant, 'decision', decision.run_id[:8]))
         path = os.path.join(directory, name)
         try:
             os.makedirs(directory, exist_ok=True)
@@ -293,6 +292,11 @@ def _json_file_name(record, sequence: int) -> str:
         record.run_id[:8],
         str(sequence),
     )
+    return _file_name(parts)
+
+
+def _file_name(parts) -> str:
+    # Host and model names may hold characters a file name should not; time first, so names sort by time.
     return '_'.join(re.sub(r'[^A-Za-z0-9.-]+', '-', part) for part in parts) + '.json'
 
 
