@@ -16,7 +16,7 @@ from ansible_collections.llmops.vllm.plugins.plugin_utils._decision import (
     MIN_RUNS,
     NOT_SLOWER,
     DecisionError,
-    decide,
+    decide_workloads,
     history_from_records,
 )
 from ansible_collections.llmops.vllm.plugins.plugin_utils._callback_settings import callback_setting
@@ -38,6 +38,7 @@ _ARGUMENT_SPEC = {
     'database': {'type': 'path'},
     'history': {'type': 'bool', 'default': True},
     'slo': {'type': 'dict'},
+    'workload_slo': {'type': 'dict', 'default': {}},
 }
 
 
@@ -59,9 +60,10 @@ class ActionModule(ActionBase):
             database = args['database'] or callback_setting('database')
             history = _stored_history(database, host, args)
         try:
-            answer = decide(args['variant'], args['baseline'], history=history, keep_when=args['keep_when'],
-                            margin_pct=args['margin_pct'], min_runs=args['min_runs'],
-                            baseline_lifetime=args['baseline_lifetime'], slo=args['slo'])
+            answer = decide_workloads(args['variant'], args['baseline'], history=history, keep_when=args['keep_when'],
+                                      margin_pct=args['margin_pct'], min_runs=args['min_runs'],
+                                      baseline_lifetime=args['baseline_lifetime'], slo=args['slo'],
+                                      workload_slo=args['workload_slo'])
         except DecisionError as error:
             raise AnsibleActionFail(f'trial_decision: {error}') from error
         result.update(answer)

@@ -111,6 +111,7 @@ from collections.abc import Mapping
 from ansible.plugins.callback import CallbackBase
 
 from ansible_collections.llmops.vllm.plugins.plugin_utils._comparison import comparison_rows
+from ansible_collections.llmops.vllm.plugins.plugin_utils._decision import DECISION_KEYS
 from ansible_collections.llmops.vllm.plugins.plugin_utils._report import (
     decisions_by_trial,
     rule_summary,
@@ -127,9 +128,6 @@ from ansible_collections.llmops.vllm.plugins.plugin_utils._results_store import 
 
 _BENCHMARK_ACTIONS = frozenset(('llmops.vllm.openai_benchmark', 'openai_benchmark'))
 _DECISION_ACTIONS = frozenset(('llmops.vllm.trial_decision', 'trial_decision'))
-# What of a trial_decision result is the decision itself, rather than Ansible's bookkeeping.
-_DECISION_KEYS = ('decision', 'outcome', 'rule', 'reason', 'to_decide', 'keep_when', 'margin_pct', 'min_runs',
-                  'delta_pct', 'failed_requests', 'slo', 'levels', 'history', 'baseline', 'unit_checksum')
 
 # The benchmark's endpoint option mapped to the backend name vllm bench serve writes for it.
 _BACKENDS = {'completions': 'openai', 'chat': 'openai-chat'}
@@ -183,7 +181,7 @@ class CallbackModule(CallbackBase):
         outcome = result._result
         if 'decision' not in outcome:
             return
-        document = {key: outcome.get(key) for key in _DECISION_KEYS}
+        document = {key: outcome.get(key) for key in DECISION_KEYS}
         decision = DecisionRecord(
             recorded_at=datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%dT%H:%M:%SZ'),
             run_id=self._run_id, host=outcome.get('host') or result._host.get_name(), model=str(outcome.get('model')),

@@ -79,4 +79,23 @@ options:
     type: list
     elements: str
     default: []
+  user:
+    description:
+      - The account the units run as, C(vllm_user). Checked to be a portable user name and not V(root).
+    type: str
+  group:
+    description:
+      - The units' group, C(vllm_group). Checked like O(user).
+    type: str
+  supplementary_groups:
+    description:
+      - The units' supplementary groups, C(vllm_supplementary_groups). Each must be a group name, and groups that
+        grant administrator rights (V(root), V(sudo), V(wheel), V(adm), V(disk), V(docker)) are refused.
+    type: list
+    elements: str
+  stop_timeout:
+    description:
+      - Seconds systemd waits for a stopping unit, C(vllm_stop_timeout_seconds). A C(shutdown_timeout) serve arg (vLLM's
+        drain after SIGTERM) must be shorter.
+    type: int
 """

@@ -30,7 +30,8 @@ from ansible_collections.llmops.vllm.plugins.module_utils._prometheus_text impor
     spec_decode_delta,
     spec_decode_totals,
 )
-from ansible_collections.llmops.vllm.plugins.module_utils._prompt_sets import load_prompts
+from ansible_collections.llmops.vllm.plugins.module_utils._prompt_sets import built_in_requests, padded_request
+from ansible_collections.llmops.vllm.plugins.module_utils._replay_files import CHARACTERS_PER_TOKEN, read_replay_file
 
 ENDPOINT_PATHS = {
     "completions": "/v1/completions",
@@ -130,23 +131,53 @@ class OpenAITarget:
         return _http_connection(self.url, self.timeout)[0]
 
 
-def request_body(endpoint, model, prompt, max_tokens, temperature, ignore_eos):
-    """The JSON body of one streamed request, with usage requested so token counts are exact."""
+def request_body(endpoint, model, request, options):
+    """The JSON body of one streamed request, with usage requested so token counts are exact.
+
+    ``request`` is a prompt-set request (``prompt`` or ``messages``, optional ``tools`` and
+    ``max_tokens``); ``options`` are the module's. A request's own output length is capped by
+    ``max_tokens``.
+    """
     body = {
         "model": model,
-        "temperature": temperature,
+        "temperature": options["temperature"],
         "stream": True,
         "stream_options": {"include_usage": True},
     }
+    max_tokens = min(request.get("max_tokens") or options["max_tokens"], options["max_tokens"])
     if endpoint == "chat":
-        body["messages"] = [{"role": "user", "content": prompt}]
+        body["messages"] = request.get("messages") or [{"role": "user", "content": request["prompt"]}]
         body["max_completion_tokens"] = max_tokens
+        tools = request.get("tools") or options.get("tools")
+        if tools:
+            body["tools"] = tools
+        if tools and options.get("tool_choice"):
+            body["tool_choice"] = options["tool_choice"]
+        if options.get("chat_template_kwargs"):
+            body["chat_template_kwargs"] = options["chat_template_kwargs"]
     else:
-        body["prompt"] = prompt
+        if "prompt" not in request:
+            raise ValueError("a request with messages needs endpoint chat; /v1/completions takes a prompt")
+        body["prompt"] = request["prompt"]
         body["max_tokens"] = max_tokens
-    if ignore_eos:
+    if options["ignore_eos"]:
         body["ignore_eos"] = True
     return json.dumps(body).encode("utf-8")
+
+
+def load_requests(prompt_set, count, seed, context_tokens=None):
+    """``count`` requests from a built-in set (seeded) or a replay file, padded to ``context_tokens``.
+
+    A file's requests are used in order and repeated when it holds fewer than ``count``.
+    """
+    requests = built_in_requests(prompt_set, count, seed)
+    if requests is None:
+        recorded = read_replay_file(prompt_set)
+        requests = [recorded[index % len(recorded)] for index in range(count)]
+    if context_tokens:
+        rng = random.Random("context:%d" % seed)
+        requests = [padded_request(request, context_tokens * CHARACTERS_PER_TOKEN, rng) for request in requests]
+    return requests
 
 
 def arrival_offsets(count, request_rate, burstiness, rng):
@@ -440,20 +471,13 @@ def run_benchmark(options):
     warmup_count = options["warmup_requests"]
     # Every request gets its own prompt, so no level or repeat is helped by the prefix cache that an
     # earlier one filled; the same seed still gives the same prompts in the same order.
-    prompts = load_prompts(
-        options["prompt_set"], warmup_count + len(levels) * options["repeats"] * num_prompts, options["seed"]
+    requests = load_requests(
+        options["prompt_set"],
+        warmup_count + len(levels) * options["repeats"] * num_prompts,
+        options["seed"],
+        options.get("context_tokens"),
     )
-    bodies = [
-        request_body(
-            options["endpoint"],
-            options["model"],
-            prompt,
-            options["max_tokens"],
-            options["temperature"],
-            options["ignore_eos"],
-        )
-        for prompt in prompts
-    ]
+    bodies = [request_body(options["endpoint"], options["model"], request, options) for request in requests]
     if warmup_count:
         warmup = run_load(target, bodies[:warmup_count], max(levels), [0.0] * warmup_count)
         if not any(outcome.success for outcome in warmup.outcomes):
@@ -464,8 +488,9 @@ def run_benchmark(options):
         num_prompts, options["request_rate"], options["burstiness"], random.Random(options["seed"])
     )
     pending_bodies = iter(bodies[warmup_count:])
-    # Names the exact prompts, so that a stored result says what it measured and can be rerun.
-    prompt_sha256 = hashlib.sha256(json.dumps(prompts, sort_keys=True).encode("utf-8")).hexdigest()
+    # Names the exact requests, so that a stored result says what it measured and can be rerun; the
+    # text itself is never returned, so captured traffic stays on the host that holds the file.
+    prompt_sha256 = hashlib.sha256(json.dumps(requests, sort_keys=True).encode("utf-8")).hexdigest()
     results = []
     warnings = []
     for level in levels:

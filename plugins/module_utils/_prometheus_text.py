@@ -104,3 +104,20 @@ def spec_decode_delta(before, after):
             for position, accepted_here in sorted(after.accepted_per_position.items())
         ],
     }
+
+
+RUNNING = "vllm:num_requests_running"
+WAITING = "vllm:num_requests_waiting"
+
+
+def requests_in_flight(samples):
+    """(running, waiting) requests summed over engines, from vLLM's gauges; None when they are absent."""
+    totals = {RUNNING: 0.0, WAITING: 0.0}
+    found = False
+    for sample in samples:
+        if sample.name in totals:
+            totals[sample.name] += sample.value
+            found = True
+    if not found:
+        return None
+    return int(totals[RUNNING]), int(totals[WAITING])

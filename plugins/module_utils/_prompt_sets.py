@@ -10,11 +10,14 @@ numbers (little to copy: where n-gram drafting loses); ``code_editing`` and ``su
 hand the model text that the answer must largely repeat (where it wins). Everything is
 generated from small built-in word lists, so the same seed gives the same prompts anywhere,
 and each prompt stays under about 1,200 characters to fit small test models' context.
+
+``tool_calls`` is a chat set: a system prompt, a request that needs tools, and OpenAI-style tool
+definitions, which is the path a server with a tool-call parser takes. Any request can be padded
+with seeded reference text to a target length, for long-context traffic.
 """
 
 from __future__ import annotations
 
-import json
 import random
 
 _PEOPLE = (
@@ -230,33 +233,110 @@ GENERATORS = {
 }
 
 
-def _read_jsonl(path):
-    prompts = []
-    with open(path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except ValueError as exc:
-                raise ValueError("%s line %d is not JSON: %s" % (path, number, exc))
-            if not isinstance(record, dict) or not isinstance(record.get("prompt"), str):
-                raise ValueError('%s line %d must be an object with a string "prompt"' % (path, number))
-            prompts.append(record["prompt"])
-    if not prompts:
-        raise ValueError("%s holds no prompts" % path)
-    return prompts
+def _tool_calls(rng):
+    site, destination = _distinct(rng, _PLACES, 2)
+    goods = rng.choice(_GOODS)
+    quantity = rng.randint(20, 400)
+    day = rng.choice(_DAYS)
+    amount = rng.randint(300, 9000)
+    currency = rng.choice(("USD", "GBP", "PLN", "JPY"))
+    ask = rng.choice((
+        "Check whether %s has %d %s in stock; if it does, book them to %s for %s. Then tell me what %d %s "
+        "is in EUR for the invoice.",
+        "Before %s we must move %d %s to %s. See what %s holds, schedule the shipment, and convert the %d %s "
+        "quote to EUR.",
+    ))
+    if ask.startswith("Check"):
+        text = ask % (site, quantity, goods, destination, day, amount, currency)
+    else:
+        text = ask % (day, quantity, goods, destination, site, amount, currency)
+    return {
+        "messages": [
+            {"role": "system", "content": "You are the operations assistant of %s. Use the tools to look things up "
+                                          "and act; never guess a stock level." % rng.choice(_PEOPLE)},
+            {"role": "user", "content": text},
+        ],
+        "tools": TOOLS,
+    }
 
 
-def load_prompts(prompt_set, count, seed):
-    """``count`` prompts from a built-in set (seeded) or a JSONL file of ``{"prompt": ...}`` lines.
+def _function(name, description, properties, required):
+    return {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": description,
+            "parameters": {"type": "object", "properties": properties, "required": required},
+        },
+    }
 
-    Built-in prompts come from one seeded stream, so the first prompts are the same whatever
-    ``count`` is. A file's prompts are used in order and repeated when it holds fewer than ``count``.
+
+# OpenAI-style tool definitions, as the server's tool parser and the model's chat template see them.
+TOOLS = [
+    _function("check_stock", "Units of an item held at a site.",
+              {"site": {"type": "string"}, "item": {"type": "string"}}, ["site", "item"]),
+    _function("schedule_shipment", "Book a shipment between two sites; returns a booking reference.",
+              {"origin": {"type": "string"}, "destination": {"type": "string"}, "item": {"type": "string"},
+               "quantity": {"type": "integer"}, "day": {"type": "string"}},
+              ["origin", "destination", "item", "quantity"]),
+    _function("convert_currency", "Convert an amount between ISO 4217 currencies at today's rate.",
+              {"amount": {"type": "number"}, "source": {"type": "string"}, "target": {"type": "string"}},
+              ["amount", "source", "target"]),
+]
+
+# Sets whose requests are whole chat requests (messages and tools), so they need the chat endpoint.
+CHAT_GENERATORS = {
+    "tool_calls": _tool_calls,
+}
+
+
+def built_in_requests(prompt_set, count, seed):
+    """``count`` requests of a built-in set, or None when ``prompt_set`` names no built-in set.
+
+    Built-in requests come from one seeded stream, so the first ones are the same whatever ``count`` is.
     """
-    generator = GENERATORS.get(prompt_set)
+    generator = GENERATORS.get(prompt_set) or CHAT_GENERATORS.get(prompt_set)
     if generator is None:
-        prompts = _read_jsonl(prompt_set)
-        return [prompts[index % len(prompts)] for index in range(count)]
+        return None
     rng = random.Random("%s:%d" % (prompt_set, seed))
-    return [generator(rng) for dummy in range(count)]
+    requests = [generator(rng) for dummy in range(count)]
+    return [request if isinstance(request, dict) else {"prompt": request} for request in requests]
+
+
+def reference_text(rng, characters):
+    """Seeded report-like text of at least ``characters`` characters, to pad prompts to a long context."""
+    parts = []
+    size = 0
+    while size < characters:
+        part = _summarization(rng).split("\n\n")[0]
+        parts.append(part)
+        size += len(part) + 1
+    return "\n".join(parts)
+
+
+def request_characters(request):
+    """Characters of text a request sends (its prompt, or every string message content)."""
+    if "prompt" in request:
+        return len(request["prompt"])
+    return sum(len(message["content"]) for message in request["messages"] if isinstance(message.get("content"), str))
+
+
+def padded_request(request, characters, rng):
+    """The request with reference text put before its first user text so it sends at least ``characters``."""
+    missing = characters - request_characters(request)
+    if missing <= 0:
+        return request
+    padding = "Reference material:\n%s\n\n" % reference_text(rng, missing)
+    padded = dict(request)
+    if "prompt" in padded:
+        padded["prompt"] = padding + padded["prompt"]
+        return padded
+    messages = [dict(message) for message in padded["messages"]]
+    for message in messages:
+        if message["role"] == "user" and isinstance(message.get("content"), str):
+            message["content"] = padding + message["content"]
+            break
+    else:
+        messages.insert(0, {"role": "system", "content": padding.rstrip()})
+    padded["messages"] = messages
+    return padded

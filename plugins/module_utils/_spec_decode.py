@@ -14,6 +14,8 @@ import re
 from collections import namedtuple
 from collections.abc import Mapping
 
+from ansible_collections.llmops.vllm.plugins.module_utils._type_names import plain_type_name
+
 # default_tokens: what vLLM uses when num_speculative_tokens is left out; removed_in: first release without it.
 _Method = namedtuple("_Method", "needs_model default_tokens removed_in", defaults=(False, None, None))
 
@@ -67,6 +69,35 @@ def parse_version(text):
     return tuple(int(part or 0) for part in match.groups())
 
 
+_LOOKUP_METHODS = ("ngram", "ngram_gpu")
+
+# vLLM's SpeculativeConfig checks of the suffix-decoding fields: (key, integers only, lowest, highest).
+_SUFFIX_RANGES = (
+    ("suffix_decoding_max_tree_depth", True, 1, None),
+    ("suffix_decoding_max_cached_requests", True, 0, None),
+    ("suffix_decoding_max_spec_factor", False, 0, None),
+    ("suffix_decoding_min_token_prob", False, 0, 1),
+)
+
+
+def _suffix_problems(config, method, method_name, spec):
+    problems = []
+    for key, integer, lowest, highest in _SUFFIX_RANGES:
+        value = config.get(key)
+        if value is None:
+            continue
+        if spec is not None and method_name != "suffix":
+            problems.append((key, "only the suffix method reads it; vLLM ignores it for method %r" % method))
+            continue
+        number_ok = isinstance(value, int) if integer else isinstance(value, (int, float))
+        if isinstance(value, bool) or not number_ok:
+            problems.append((key, "must be %s, got %r" % ("an integer" if integer else "a number", value)))
+        elif value < lowest or (highest is not None and value > highest):
+            bounds = ">= %s" % lowest if highest is None else "in [%s, %s]" % (lowest, highest)
+            problems.append((key, "must be %s, got %r" % (bounds, value)))
+    return problems
+
+
 def _positive_int(value):
     return isinstance(value, int) and not isinstance(value, bool) and value >= 1
 
@@ -83,7 +114,7 @@ def check_speculative_config(config, target_tensor_parallel_size, version, allow
     target_tensor_parallel_size may be None when unknown, which skips the draft-size comparison.
     """
     if not isinstance(config, Mapping):
-        return [("", "must be a mapping of SpeculativeConfig fields, got %s" % type(config).__name__)]
+        return [("", "must be a mapping of SpeculativeConfig fields, got %s" % plain_type_name(config))]
     problems = []
     if "tensor_parallel_size" in config:
         problems.append(("tensor_parallel_size",
@@ -129,7 +160,12 @@ def check_speculative_config(config, target_tensor_parallel_size, version, allow
             lookup[key] = value
         else:
             problems.append((key, "must be an integer >= 1, got %r" % (value,)))
-    if (method_name in ("ngram", "ngram_gpu") and len(lookup) == 2
+    if lookup and spec is not None and method_name not in _LOOKUP_METHODS:
+        for key in sorted(lookup):
+            problems.append((key, "only the n-gram methods (%s) read it; vLLM ignores it for method %r"
+                             % (", ".join(_LOOKUP_METHODS), method)))
+    problems.extend(_suffix_problems(config, method, method_name, spec))
+    if (method_name in _LOOKUP_METHODS and len(lookup) == 2
             and lookup["prompt_lookup_min"] > lookup["prompt_lookup_max"]):
         problems.append(("prompt_lookup_min", "must be <= prompt_lookup_max, got %d > %d"
                          % (lookup["prompt_lookup_min"], lookup["prompt_lookup_max"])))

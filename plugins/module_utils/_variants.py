@@ -15,6 +15,8 @@ import math
 import re
 from collections.abc import Mapping
 
+from ansible_collections.llmops.vllm.plugins.module_utils._type_names import plain_type_name
+
 from ansible_collections.llmops.vllm.plugins.module_utils._spec_decode import (
     check_speculative_config,
     parse_version,
@@ -35,8 +37,14 @@ FLAG_NAME = re.compile(r"[a-z][a-z0-9_]*\Z")
 PLAIN_PATH = re.compile(r"/[A-Za-z0-9._/@+-]*\Z")
 SERVER_MODULE = "vllm.entrypoints.openai.api_server"
 
+DEFAULT_BASELINE = "baseline"
+
 # vLLM flags that this collection renders from its own variables, and where to set them instead.
 _RESERVED_FLAGS = {
+    "api_key": "vllm_secret_environment.VLLM_API_KEY (a 0600 environment file: a flag would put the key on the "
+               "unit's command line, which every local user can read)",
+    "hf_token": "vllm_secret_environment.HF_TOKEN (a 0600 environment file: a flag would put the token on the "
+                "unit's command line, which every local user can read)",
     "model": "vllm_model.path",
     "served_model_name": "vllm_model.served_name",
     "host": "vllm_host",
@@ -45,6 +53,22 @@ _RESERVED_FLAGS = {
     "spec_model": "the variant's speculative_config",
     "spec_tokens": "the variant's speculative_config",
 }
+
+
+# Ranges vLLM's own config classes enforce at start-up: (integers only, lowest, lowest excluded, highest).
+_SERVE_ARG_RANGES = {
+    "gpu_memory_utilization": (False, 0, True, 1),
+    "max_num_seqs": (True, 1, False, None),
+    "max_num_batched_tokens": (True, 1, False, None),
+    "block_size": (True, 1, False, None),
+    "pipeline_parallel_size": (True, 1, False, None),
+    "data_parallel_size": (True, 1, False, None),
+    "shutdown_timeout": (True, 0, False, None),
+}
+# Environment names that hold credentials by convention; their values belong in a 0600 file.
+SECRET_NAME = re.compile(r"(?:^|_)(?:TOKEN|KEY|APIKEY)$|PASSWORD|PASSWD|SECRET|CREDENTIAL", re.IGNORECASE)
+# POSIX portable user and group names, as useradd accepts them by default.
+ACCOUNT_NAME = re.compile(r"[a-z_][a-z0-9_-]{0,31}\Z")
 
 
 class VariantError(ValueError):
@@ -85,7 +109,7 @@ def _check_mapping(problems, where, value):
     if value is None:
         return {}
     if not isinstance(value, Mapping):
-        problems.append("%s: must be a mapping, got %s" % (where, type(value).__name__))
+        problems.append("%s: must be a mapping, got %s" % (where, plain_type_name(value)))
         return {}
     return value
 
@@ -112,7 +136,7 @@ def _check_serve_arg(problems, where, value):
             problems.append("%s: cannot be written as JSON (%s)" % (where, exc))
     elif not _is_int(value):
         problems.append("%s: must be a string, number, boolean, null, list or mapping, got %s"
-                        % (where, type(value).__name__))
+                        % (where, plain_type_name(value)))
 
 
 def _check_serve_args(problems, where, serve_args, reserved):
@@ -125,9 +149,28 @@ def _check_serve_args(problems, where, serve_args, reserved):
             problems.append("%s: set by this collection from %s, not through serve_args" % (here, reserved[key]))
         else:
             _check_serve_arg(problems, here, value)
+            _check_serve_arg_range(problems, here, key, value)
 
 
-def _check_environment(problems, where, environment):
+def _check_serve_arg_range(problems, where, key, value):
+    if key not in _SERVE_ARG_RANGES or value is None:
+        return
+    integer, lowest, exclusive, highest = _SERVE_ARG_RANGES[key]
+    number_ok = _is_int(value) or (not integer and isinstance(value, float))
+    if not number_ok:
+        problems.append("%s: must be %s, got %s" % (where, "an integer" if integer else "a number",
+                                                    plain_type_name(value)))
+        return
+    below = value <= lowest if exclusive else value < lowest
+    if below or (highest is not None and value > highest):
+        if highest is None:
+            bounds = "> %s" % lowest if exclusive else ">= %s" % lowest
+        else:
+            bounds = "in (%s, %s]" % (lowest, highest) if exclusive else "in [%s, %s]" % (lowest, highest)
+        problems.append("%s: vLLM requires a value %s, got %r" % (where, bounds, value))
+
+
+def _check_environment(problems, where, environment, refuse_secrets=False):
     for key, value in environment.items():
         here = "%s.%s" % (where, key)
         if not isinstance(key, str) or not ENVIRONMENT_NAME.match(key):
@@ -136,9 +179,12 @@ def _check_environment(problems, where, environment):
         elif isinstance(value, bool) or not (value is None or _is_int(value) or isinstance(value, (str, float))):
             # The value is left out of the message: the same check guards secrets.
             problems.append("%s: must be a string or a number (quote booleans: '1', 'true'), got %s"
-                            % (here, type(value).__name__))
+                            % (here, plain_type_name(value)))
         elif isinstance(value, str) and "\x00" in value:
             problems.append("%s: contains a NUL character, which no environment variable can hold" % here)
+        elif refuse_secrets and SECRET_NAME.search(key):
+            problems.append("%s: looks like a secret, and this file is world-readable; set it in "
+                            "vllm_secret_environment, which goes to a 0600 file" % here)
 
 
 def _check_tensor_parallel_size(problems, where, serve_args, gpu_count):
@@ -203,7 +249,7 @@ class _Settings:
             problems.append("vllm_gpu_count: must be an integer >= 1, got %r" % (gpu_count,))
         _check_tensor_parallel_size(problems, "vllm_serve_args", self.serve_args, gpu_count)
         self.environment = _check_mapping(problems, "vllm_environment", environment)
-        _check_environment(problems, "vllm_environment", self.environment)
+        _check_environment(problems, "vllm_environment", self.environment, refuse_secrets=True)
 
         self.baseline = baseline
         self.baseline_valid = _check_name(problems, "vllm_baseline_variant", baseline, VARIANT_NAME)
@@ -284,7 +330,7 @@ def _resolve_one(problems, settings, name, overrides):
             problems.append("%s.speculative_config: cannot be written as JSON (%s)" % (where, exc))
 
     variant_environment = _check_mapping(problems, where + ".environment", overrides.get("environment"))
-    _check_environment(problems, where + ".environment", variant_environment)
+    _check_environment(problems, where + ".environment", variant_environment, refuse_secrets=True)
     environment = dict(settings.environment)
     environment.update(variant_environment)
 
@@ -318,6 +364,21 @@ def _resolve_one(problems, settings, name, overrides):
     }
 
 
+def _check_shutdown_timeout(problems, specs, variants, stop_timeout):
+    """vLLM's drain after SIGTERM must end before systemd's TimeoutStopSec= kills what is left."""
+    if not _is_int(stop_timeout):
+        return
+    for name in sorted(specs):
+        value = specs[name]["serve_args"].get("shutdown_timeout")
+        if _is_int(value) and value >= stop_timeout:
+            own = "serve_args" in (variants.get(name) or {}) and "shutdown_timeout" in variants[name]["serve_args"]
+            where = "vllm_variants.%s.serve_args" % name if own else "vllm_serve_args"
+            problems.append("%s.shutdown_timeout: %d must be shorter than vllm_stop_timeout_seconds (%d), or systemd "
+                            "kills the server before its requests in flight have drained" % (where, value, stop_timeout))
+            if not own:
+                return
+
+
 def _check_ports(problems, settings, specs):
     """Variants normally share vllm_port; one that moves off it must not share its own port with another."""
     owners = {}
@@ -348,11 +409,40 @@ def _link(settings, specs):
         spec["before"] = [settings.unit_name(n) for n in others if n > name]
 
 
-def resolve_variants(variants, model, serve_args=None, environment=None, baseline="baseline", host="127.0.0.1",
-                     port=8000, gpu_count=1, venv="/opt/vllm/venv", version=None, config_dir="/etc/vllm",
-                     state_dir="/var/lib/vllm", secret_environment_names=()):
-    """Return variant name -> resolved spec for every variant and the baseline, or raise VariantError."""
+def account_problems(user, group, supplementary_groups):
+    """What is wrong with the account the units run as; names reach User=, Group= and SupplementaryGroups=."""
     problems = []
+    for variable, name in (("vllm_user", user), ("vllm_group", group)):
+        if name is None:
+            continue
+        if not isinstance(name, str) or not ACCOUNT_NAME.match(name):
+            problems.append("%s: %r must be a user or group name (lowercase letters, digits, _ and -, at most 32, "
+                            "not starting with a digit or -)" % (variable, name))
+        elif name == "root":
+            problems.append("%s: must not be root: the server and its model code would run with every privilege "
+                            "of the node; use an unprivileged account such as vllm" % variable)
+    if supplementary_groups is not None:
+        if not isinstance(supplementary_groups, (list, tuple)):
+            problems.append("vllm_supplementary_groups: must be a list of group names, got %s"
+                            % plain_type_name(supplementary_groups))
+        else:
+            for index, name in enumerate(supplementary_groups):
+                if not isinstance(name, str) or not ACCOUNT_NAME.match(name):
+                    problems.append("vllm_supplementary_groups[%d]: %r must be a group name (lowercase letters, "
+                                    "digits, _ and -)" % (index, name))
+                elif name in ("root", "sudo", "wheel", "adm", "disk", "docker"):
+                    problems.append("vllm_supplementary_groups[%d]: %r would give the server administrator "
+                                    "rights; keep to the groups of the GPU device nodes (video, render)"
+                                    % (index, name))
+    return problems
+
+
+def resolve_variants(variants, model, serve_args=None, environment=None, baseline=DEFAULT_BASELINE,
+                     host="127.0.0.1", port=8000, gpu_count=1, venv="/opt/vllm/venv", version=None,
+                     config_dir="/etc/vllm", state_dir="/var/lib/vllm", secret_environment_names=(), user=None,
+                     group=None, supplementary_groups=None, stop_timeout=None):
+    """Return variant name -> resolved spec for every variant and the baseline, or raise VariantError."""
+    problems = account_problems(user, group, supplementary_groups)
     settings = _Settings(problems, model, serve_args, environment, baseline, host, port, gpu_count, venv, version,
                          config_dir, state_dir)
     # Only the names come this way, so no message can ever show a secret value.
@@ -361,6 +451,11 @@ def resolve_variants(variants, model, serve_args=None, environment=None, baselin
             problems.append("vllm_secret_environment.%s: not a valid environment variable name (letters, digits, "
                             "_; no leading digit)" % (name,))
     variants = _check_mapping(problems, "vllm_variants", variants)
+    if settings.baseline_valid and baseline != DEFAULT_BASELINE and baseline not in variants:
+        # A typo here would create a new baseline unit silently, and every variant would conflict with it.
+        problems.append("vllm_baseline_variant: %r is not declared in vllm_variants; declare it (an empty mapping "
+                        "serves the shared settings) or keep the default %r; declared: %s"
+                        % (baseline, DEFAULT_BASELINE, ", ".join(sorted(variants, key=str)) or "none"))
     names = set(variants)
     if settings.baseline_valid:
         names.add(baseline)
@@ -375,6 +470,7 @@ def resolve_variants(variants, model, serve_args=None, environment=None, baselin
     if problems:
         raise VariantError(problems)
     _check_ports(problems, settings, specs)
+    _check_shutdown_timeout(problems, specs, variants, stop_timeout)
     if problems:
         raise VariantError(problems)
     _link(settings, specs)

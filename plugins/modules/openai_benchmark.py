@@ -52,23 +52,55 @@ options:
     type: str
   endpoint:
     description:
-      - V(completions) streams from C(/v1/completions); V(chat) streams from C(/v1/chat/completions) with each prompt
-        as a single user message.
+      - V(completions) streams from C(/v1/completions); V(chat) streams from C(/v1/chat/completions), through the
+        model's chat template, as chat clients and agents do. A prompt of a plain prompt set becomes a single user
+        message.
     type: str
     choices: [completions, chat]
     default: completions
   prompt_set:
     description:
-      - A built-in seeded prompt set, or the path of a JSONL file on the host that runs the module, one JSON
-        object with a string C(prompt) member per line. File prompts are used in order and repeated when there
-        are fewer than needed.
+      - A built-in seeded prompt set, or the path of a replay file on the host that runs the module. A file's
+        requests are used in order and repeated when there are fewer than needed.
       - V(novel_reasoning) asks for reasoning over freshly generated numbers and names; the answer repeats little of
         the prompt, which is where prompt-lookup (n-gram) drafting has nothing to propose.
       - V(code_editing) asks for a small generated Python file back with one edit, and V(summarization) for a summary
         that quotes a generated report; both answers copy much of the prompt, which is where n-gram drafting wins.
-      - Built-in prompts stay under about 1200 characters, so they fit small test models.
+      - V(tool_calls) (O(endpoint=chat) only) sends a system prompt, an operations request that needs tools, and
+        three OpenAI-style tool definitions, the path a server started with a tool-call parser takes.
+      - Built-in prompts stay under about 1200 characters, so they fit small test models; see O(context_tokens).
+      - Replay files are JSONL, one request per line, each an object with a string C(prompt), or an OpenAI-style
+        chat request with a list C(messages) and optional C(tools) and C(max_tokens) (or C(max_completion_tokens));
+        or ShareGPT-style JSON, a list of objects whose C(conversations) list turns with C(from) (V(system),
+        V(human), V(gpt)) and C(value). A conversation is replayed with its history up to its last human turn, and
+        the recorded answer after that turn sets its output length. Requests with C(messages) need
+        O(endpoint=chat).
+      - The text of the requests is never returned; RV(results[].prompt_set_sha256) names them.
     type: str
     default: novel_reasoning
+  context_tokens:
+    description:
+      - Pad every request with seeded report-like reference text, put before its first user text, until it holds
+        about this many tokens (4 characters a token), for long-context traffic. Requests already as long are sent
+        unchanged.
+    type: int
+  chat_template_kwargs:
+    description:
+      - Sent with every chat request, for the model's chat template; for example C(thinking=true) turns on the
+        thinking of a reasoning model whose template reads that flag.
+    type: dict
+  tools:
+    description:
+      - OpenAI-style tool definitions sent with every chat request that does not carry its own.
+    type: list
+    elements: dict
+  tool_choice:
+    description:
+      - The C(tool_choice) of chat requests that carry tools. Without it the server picks its default (vLLM uses
+        V(auto) when tools are sent, which needs a server started with C(--enable-auto-tool-choice)); V(none) sends
+        the tools to the chat template but lets no tool call be parsed.
+    type: str
+    choices: [auto, none, required]
   num_prompts:
     description:
       - Number of measured requests per concurrency level and repeat. Every request of a run gets its own prompt, so
@@ -96,7 +128,8 @@ options:
     type: float
   max_tokens:
     description:
-      - Maximum output tokens per request (C(max_tokens), or C(max_completion_tokens) for V(chat)).
+      - Maximum output tokens per request (C(max_tokens), or C(max_completion_tokens) for V(chat)). A replayed
+        request with its own output length keeps it, up to this limit.
     type: int
     default: 256
   temperature:
@@ -106,10 +139,11 @@ options:
     default: 0.0
   ignore_eos:
     description:
-      - Ask vLLM to keep generating past the end-of-sequence token, so every request produces O(max_tokens) tokens
-        and variants are compared on equal work.
+      - Ask vLLM to keep generating past the end-of-sequence token, so every request produces O(max_tokens) tokens.
+      - Off by default, as real clients stop at the end of the answer; turn it on to compare variants on exactly equal
+        work with a model whose answers end early.
     type: bool
-    default: true
+    default: false
   warmup_requests:
     description:
       - Requests sent before the first level and left out of the results.
@@ -182,6 +216,21 @@ EXAMPLES = r"""
     concurrency: [8]
     repeats: 3
     seed: 42
+  delegate_to: localhost
+  register: bench
+
+- name: Replay captured multi-turn conversations through the chat template, thinking on, at two levels
+  llmops.vllm.openai_benchmark:
+    base_url: http://127.0.0.1:8000
+    model: moonshotai/Kimi-K2.5
+    api_key: "{{ vllm_api_key }}"
+    endpoint: chat
+    prompt_set: /srv/traffic/conversations.jsonl
+    chat_template_kwargs:
+      thinking: true
+    max_tokens: 4096
+    concurrency: [1, 8]
+    repeats: 3
   delegate_to: localhost
   register: bench
 
@@ -427,6 +476,12 @@ def _option_problems(params):
             problems.append("%s must be at least 1" % name)
     if not params["concurrency"] or min(params["concurrency"]) < 1:
         problems.append("concurrency must list at least one level, each at least 1")
+    if params["context_tokens"] is not None and params["context_tokens"] < 1:
+        problems.append("context_tokens must be at least 1")
+    if params["endpoint"] != "chat":
+        for name in ("chat_template_kwargs", "tools", "tool_choice"):
+            if params[name] is not None:
+                problems.append("%s needs endpoint: chat" % name)
     if params["warmup_requests"] < 0:
         problems.append("warmup_requests must not be negative")
     for name in ("request_rate", "burstiness", "timeout"):
@@ -448,13 +503,17 @@ def main():
             api_key=dict(type="str", no_log=True),
             endpoint=dict(type="str", default="completions", choices=["completions", "chat"]),
             prompt_set=dict(type="str", default="novel_reasoning"),
+            context_tokens=dict(type="int", no_log=False),
+            chat_template_kwargs=dict(type="dict"),
+            tools=dict(type="list", elements="dict"),
+            tool_choice=dict(type="str", choices=["auto", "none", "required"]),
             num_prompts=dict(type="int", default=50),
             concurrency=dict(type="list", elements="int", default=[1]),
             request_rate=dict(type="float"),
             burstiness=dict(type="float"),
             max_tokens=dict(type="int", default=256, no_log=False),
             temperature=dict(type="float", default=0.0),
-            ignore_eos=dict(type="bool", default=True),
+            ignore_eos=dict(type="bool", default=False),
             warmup_requests=dict(type="int", default=1),
             repeats=dict(type="int", default=1),
             seed=dict(type="int", default=0),

@@ -28,10 +28,15 @@ description:
     throughput. With O(keep_when=not_slower) the variant is kept when every level is V(faster) or
     V(not_slower); with O(keep_when=faster) one level must also be V(faster). Anything else rolls back, and
     the reason says what would decide it. docs/benchmarking.md states the error rates of this rule.
+  - A trial may measure several workloads (kinds of traffic); each result names its workload with the label
+    C(workload). Every workload is decided on its own, with its own history and SLO, and the variant is kept
+    only when every workload keeps it. The first workload that rolls it back gives the outcome and the reason.
   - Runs on the controller and changes nothing.
 options:
   variant:
-    description: The variant's benchmark, as registered from M(llmops.vllm.openai_benchmark), or its list of results.
+    description:
+      - The variant's benchmark, as registered from M(llmops.vllm.openai_benchmark), or its list of results. A
+        looped task's registered result (one M(llmops.vllm.openai_benchmark) result per workload) is taken too.
     type: raw
     required: true
   baseline:
@@ -96,6 +101,11 @@ options:
       - C(by_concurrency) maps a level to limits of the same shape, which replace the general ones key by key.
       - A bad key or value fails the task naming it, before anything is decided.
     type: dict
+  workload_slo:
+    description:
+      - SLOs of single workloads by workload name, each of the shape of O(slo) and laid over it key by key.
+    type: dict
+    default: {}
 attributes:
   check_mode:
     support: full
@@ -119,6 +129,20 @@ EXAMPLES = r"""
     variant_name: ngram
     model: kimi-k2.5
     keep_when: not_slower
+  register: decision
+
+- name: Decide on a trial of two workloads (registered from a looped benchmark), with a TTFT limit for one
+  llmops.vllm.trial_decision:
+    variant: "{{ ngram_workloads }}"
+    baseline: "{{ baseline_workloads }}"
+    variant_name: ngram
+    model: kimi-k2.5
+    slo:
+      max_regression_pct:
+        p99_tpot_ms: 10
+    workload_slo:
+      chat_thinking:
+        p99_ttft_ms: 3000
   register: decision
 
 - name: Roll back unless the decision keeps the variant
@@ -242,6 +266,33 @@ levels:
       description: What of this level breaks O(slo), in words; empty when it holds.
       type: list
       elements: str
+    workload:
+      description: The workload of the level, when the trial measured named workloads.
+      type: str
+workloads:
+  description: The answer for each workload, in the order measured; one entry, C(default), for a single workload.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    name:
+      description: The workload.
+      type: str
+    decision:
+      description: V(keep) or V(roll_back) for this workload alone.
+      type: str
+    outcome:
+      description: The outcome for this workload.
+      type: str
+    reason:
+      description: The reason for this workload.
+      type: str
+    delta_pct:
+      description: Mean change in output tokens/s over the workload's levels, in percent.
+      type: float
+    slo:
+      description: The SLO applied to this workload.
+      type: dict
 slo:
   description: The O(slo) applied, with numbers as floats; V(null) without one.
   returned: always

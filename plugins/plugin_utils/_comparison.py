@@ -27,6 +27,8 @@ import math
 import typing as t
 from collections.abc import Iterable, Mapping, Sequence
 
+from ansible_collections.llmops.vllm.plugins.module_utils._type_names import plain_type_name
+
 FASTER = 'faster'
 SLOWER = 'slower'
 WITHIN_NOISE = 'within_noise'
@@ -144,7 +146,7 @@ def benchmark_levels(value: t.Any, side: str = 'result') -> list[Mapping[str, t.
     else:
         raise ComparisonError(
             f'the {side} must be an openai_benchmark result, a list of its results or one of them,'
-            f' not {type(value).__name__}')
+            f' not {plain_type_name(value)}')
     if not isinstance(levels, Sequence) or isinstance(levels, (str, bytes)):
         raise ComparisonError(f'the results of the {side} must be a list')
     if not levels:
@@ -202,8 +204,8 @@ def comparison_rows(records: Iterable[t.Any], baseline_candidates: Iterable[t.An
     """Rows per (host, model): the latest record of each variant and level, judged against a baseline.
 
     Records are results_store records. The baseline of a record is the latest successful baseline
-    record of the same host, model and concurrency from the same run; failing that, the latest one
-    recorded before it. The baseline variant's own rows come first and carry no verdict.
+    record of the same host, model, workload and concurrency from the same run; failing that, the
+    latest one recorded before it. The baseline variant's own rows come first and carry no verdict.
     """
     candidates = [candidate for candidate in baseline_candidates
                   if candidate.variant == baseline_variant and not candidate.task_failed]
@@ -216,7 +218,7 @@ def comparison_rows(records: Iterable[t.Any], baseline_candidates: Iterable[t.An
         groups.setdefault((record.host, record.model), []).append(row)
     for rows in groups.values():
         rows.sort(key=lambda row: (row.record.variant != baseline_variant, row.record.variant,
-                                   _concurrency_order(row.record.max_concurrency)))
+                                   row.record.workload, _concurrency_order(row.record.max_concurrency)))
     return dict(sorted(groups.items()))
 
 
@@ -233,8 +235,8 @@ def _judge(record: t.Any, baseline: t.Any, noise_pct: float) -> ComparisonRow:
 
 def _select_baseline(record: t.Any, candidates: list[t.Any]) -> t.Any:
     same_level = [candidate for candidate in candidates
-                  if (candidate.host, candidate.model, candidate.max_concurrency)
-                  == (record.host, record.model, record.max_concurrency)]
+                  if (candidate.host, candidate.model, candidate.workload, candidate.max_concurrency)
+                  == (record.host, record.model, record.workload, record.max_concurrency)]
     same_run = [candidate for candidate in same_level if candidate.run_id == record.run_id]
     earlier = [candidate for candidate in same_level if candidate.recorded_at <= record.recorded_at]
     for pool in (same_run, earlier):
@@ -246,7 +248,7 @@ def _select_baseline(record: t.Any, candidates: list[t.Any]) -> t.Any:
 def _latest_per_series(records: Iterable[t.Any]) -> list[t.Any]:
     latest: dict[tuple[t.Any, ...], t.Any] = {}
     for record in sorted(records, key=_chronological):
-        latest[(record.host, record.model, record.variant, record.max_concurrency)] = record
+        latest[(record.host, record.model, record.variant, record.workload, record.max_concurrency)] = record
     return list(latest.values())
 
 

@@ -40,6 +40,7 @@ import typing as t
 from collections.abc import Iterable, Mapping
 
 from ansible_collections.llmops.vllm.plugins.module_utils._benchmark_statistics import t_critical_95
+from ansible_collections.llmops.vllm.plugins.module_utils._type_names import plain_type_name
 from ansible_collections.llmops.vllm.plugins.plugin_utils._comparison import (
     DEFAULT_MARGIN_PCT,
     ComparisonError,
@@ -47,6 +48,11 @@ from ansible_collections.llmops.vllm.plugins.plugin_utils._comparison import (
     by_concurrency,
     metric_number,
     percent_change,
+)
+from ansible_collections.llmops.vllm.plugins.plugin_utils._workloads import (
+    DEFAULT_WORKLOAD,
+    WorkloadError,
+    workload_results,
 )
 
 KEEP = 'keep'
@@ -64,6 +70,10 @@ SLO_METRICS = tuple('%s_%s_ms' % (stat, metric) for metric in ('ttft', 'tpot', '
 _SLO_KEYS = SLO_METRICS + ('max_regression_pct', 'by_concurrency')
 
 MIN_RUNS = 3
+
+# What of a decision is the decision itself: stored, written to JSON and kept in the node's record.
+DECISION_KEYS = ('decision', 'outcome', 'rule', 'reason', 'to_decide', 'keep_when', 'margin_pct', 'min_runs',
+                 'delta_pct', 'failed_requests', 'slo', 'levels', 'history', 'workloads', 'baseline', 'unit_checksum')
 
 
 class DecisionError(ComparisonError):
@@ -98,7 +108,7 @@ def check_slo(slo: t.Any, where: str = 'vllm_switch_slo') -> dict[str, t.Any]:
     if slo is None:
         return {}
     if not isinstance(slo, Mapping):
-        raise DecisionError(f'{where} must be a mapping, got {type(slo).__name__}')
+        raise DecisionError(f'{where} must be a mapping, got {plain_type_name(slo)}')
     checked: dict[str, t.Any] = {}
     for key, value in slo.items():
         here = f'{where}.{key}'
@@ -262,7 +272,7 @@ def decide(variant: t.Any, baseline: t.Any, history: Iterable[Mapping[str, t.Any
     shared = [level for level in by_variant if level in by_baseline]
     if not shared:
         raise DecisionError('the variant and the baseline share no concurrency level')
-    past = history_means(history)
+    past = history_means(_same_requests(history, by_baseline))
     current = baseline_lifetime or 'this trial'
     levels = [_level(key, by_variant[key], by_baseline[key], past.get(key, {}), current, margin_pct, min_runs)
               for key in shared]
@@ -287,6 +297,102 @@ def decide(variant: t.Any, baseline: t.Any, history: Iterable[Mapping[str, t.Any
         history=history_note,
     )
     return decision
+
+
+def _same_requests(history, by_baseline):
+    """Only earlier lifetimes measured with the same requests tell how much lifetimes differ."""
+    kept = []
+    for item in history:
+        level = by_baseline.get(item.get('max_concurrency')) or {}
+        sent, now = item.get('prompt_set_sha256'), level.get('prompt_set_sha256')
+        if sent is None or now is None or sent == now:
+            kept.append(item)
+    return kept
+
+
+def merged_slo(general: t.Any, own: t.Any, where: str) -> dict[str, t.Any]:
+    """A workload's SLO laid over the trial's: its keys replace the general ones, level by level and metric by metric."""
+    merged = check_slo(general)
+    extra = check_slo(own, where)
+    for key, value in extra.items():
+        if key in ('by_concurrency', 'max_regression_pct'):
+            combined = dict(merged.get(key) or {})
+            for inner, limits in value.items():
+                if key == 'by_concurrency' and inner in combined:
+                    nested = dict(combined[inner])
+                    regressions = dict(nested.get('max_regression_pct') or {})
+                    regressions.update(limits.get('max_regression_pct') or {})
+                    nested.update(limits)
+                    if regressions:
+                        nested['max_regression_pct'] = regressions
+                    combined[inner] = nested
+                else:
+                    combined[inner] = limits
+            merged[key] = combined
+        else:
+            merged[key] = value
+    return merged
+
+
+def decide_workloads(variant: t.Any, baseline: t.Any, history: Iterable[Mapping[str, t.Any]] = (),
+                     keep_when: str = NOT_SLOWER, margin_pct: float = DEFAULT_MARGIN_PCT, min_runs: int = MIN_RUNS,
+                     baseline_lifetime: str | None = None, slo: t.Any = None,
+                     workload_slo: Mapping[str, t.Any] | None = None) -> dict[str, t.Any]:
+    """decide() for every workload of a trial; the variant is kept only when every workload keeps it.
+
+    variant and baseline are openai_benchmark results, one per workload (see workload_results);
+    history items name their workload with ``workload``; workload_slo maps a workload to its own SLO,
+    laid over ``slo``. The answer is decide()'s, with ``workloads`` listing each workload's answer and
+    every level naming its workload. The first workload that rolls back (in the order measured) gives
+    the outcome and the reason.
+    """
+    try:
+        variants = workload_results(variant, 'variant')
+        baselines = workload_results(baseline, 'baseline')
+    except WorkloadError as error:
+        raise DecisionError(str(error)) from None
+    unmatched = [name for name in variants if name not in baselines]
+    if unmatched:
+        raise DecisionError(f'workload {unmatched[0]!r} was measured on the variant but not on the baseline')
+    history = list(history)
+    answers = {}
+    for name, result in variants.items():
+        own_slo = merged_slo(slo, (workload_slo or {}).get(name), f'the slo of workload {name}')
+        own_history = [item for item in history if (item.get('workload') or DEFAULT_WORKLOAD) == name]
+        answers[name] = decide(result, baselines[name], history=own_history, keep_when=keep_when,
+                               margin_pct=margin_pct, min_runs=min_runs, baseline_lifetime=baseline_lifetime,
+                               slo=own_slo)
+    summaries = [{'name': name, 'decision': answer['decision'], 'outcome': answer['outcome'],
+                  'reason': answer['reason'], 'delta_pct': answer['delta_pct'], 'slo': answer['slo']}
+                 for name, answer in answers.items()]
+    if list(answers) == [DEFAULT_WORKLOAD]:
+        return dict(answers[DEFAULT_WORKLOAD], workloads=summaries)
+    levels = [dict(level, workload=name) for name, answer in answers.items() for level in answer['levels']]
+    deltas = [level['delta_pct'] for level in levels if level['delta_pct'] is not None]
+    first = next(iter(answers.values()))
+    combined = {
+        'keep_when': keep_when, 'margin_pct': first['margin_pct'], 'min_runs': min_runs, 'rule': first['rule'],
+        'delta_pct': statistics.fmean(deltas) if deltas else None,
+        'failed_requests': {side: sum(answer['failed_requests'][side] for answer in answers.values())
+                            for side in ('variant', 'baseline')},
+        'slo': first['slo'] if len({repr(answer['slo']) for answer in answers.values()}) == 1 else None,
+        'levels': levels,
+        'history': min((answer['history'] for answer in answers.values()), key=lambda note: note['earlier_lifetimes']),
+        'workloads': summaries,
+    }
+    rolled_back = [(name, answer) for name, answer in answers.items() if answer['decision'] != KEEP]
+    if rolled_back:
+        name, answer = rolled_back[0]
+        combined.update(decision=ROLL_BACK, outcome=answer['outcome'], to_decide=answer['to_decide'],
+                        reason='workload %s: %s' % (name, answer['reason']))
+        if len(rolled_back) > 1:
+            combined['reason'] += ' (also rolled back by %s)' % ', '.join(other for other, dummy in rolled_back[1:])
+        return combined
+    outcome = FASTER if any(answer['outcome'] == FASTER for answer in answers.values()) else NOT_SLOWER
+    combined.update(decision=KEEP, outcome=outcome, to_decide=None,
+                    reason='every workload passes: ' + '; '.join('%s %s' % (name, answer['reason'])
+                                                                 for name, answer in answers.items()))
+    return combined
 
 
 def _level(key, variant, baseline, past, current, margin_pct, min_runs):
@@ -442,5 +548,7 @@ def history_from_records(records: Iterable[t.Any], *, host: str, model: str, bas
         if value is None:
             continue
         history.append({'max_concurrency': record.max_concurrency, 'output_throughput': value,
-                        'lifetime': record.labels.get('lifetime') or 'run ' + record.run_id})
+                        'lifetime': record.labels.get('lifetime') or 'run ' + record.run_id,
+                        'workload': record.labels.get('workload') or DEFAULT_WORKLOAD,
+                        'prompt_set_sha256': record.metrics.get('prompt_set_sha256')})
     return history

@@ -25,6 +25,7 @@ from ansible_collections.llmops.vllm.plugins.plugin_utils._comparison import (
     comparison_rows,
     output_throughput,
 )
+from ansible_collections.llmops.vllm.plugins.plugin_utils._workloads import DEFAULT_WORKLOAD
 
 CHART_UNAVAILABLE = 'Chart not drawn: matplotlib is not importable on the controller.'
 
@@ -71,12 +72,13 @@ def text_table(groups: Mapping[tuple[str, str], list[ComparisonRow]], baseline_v
     A variant decided on in the row's run shows the decision, not the comparison's verdict.
     """
     decisions = decisions or {}
-    header = ('variant', 'conc', 'output tok/s', 'vs base', 'TPOT ms', 'vs base', 'TTFT ms', 'vs base',
-              'accept', 'verdict', 'baseline')
-    right_aligned = {1, 2, 3, 4, 5, 6, 7, 8}
+    header = ('variant', 'workload', 'conc', 'output tok/s', 'vs base', 'TPOT ms', 'p99', 'vs base', 'TTFT ms', 'p99',
+              'vs base', 'accept', 'verdict', 'baseline')
+    right_aligned = set(range(2, 12))
     blocks = []
     for (host, model), rows in groups.items():
-        cells = [header] + [_row_cells(row, baseline_variant, _describe_baseline_plain, decisions) for row in rows]
+        cells = [header] + [_row_cells(row, baseline_variant, _describe_baseline_plain, decisions, ('p99',))
+                            for row in rows]
         widths = [max(len(line[column]) for line in cells) for column in range(len(header))]
         lines = [f'host {host}, model {model}']
         for line in cells:
@@ -119,10 +121,10 @@ def markdown_report(records: list[t.Any], groups: Mapping[tuple[str, str], list[
         history = [record for record in records if (record.host, record.model) == (host, model)]
         lines += [f'## {_code(host)} / {_code(model)}', '', '### Latest result of each variant', '']
         lines += _markdown_table(
-            ('variant', 'concurrency', 'output tok/s', 'Δ output', 'median TPOT (ms)', 'Δ TPOT',
-             'median TTFT (ms)', 'Δ TTFT', 'acceptance', 'verdict', 'baseline'),
-            [_row_cells(row, baseline_variant, _describe_baseline_markdown, by_trial) for row in rows],
-            right_aligned={1, 2, 3, 4, 5, 6, 7, 8})
+            ('variant', 'workload', 'concurrency', 'output tok/s', 'Δ output', 'median TPOT (ms)', 'p90', 'p99',
+             'Δ TPOT', 'median TTFT (ms)', 'p90', 'p99', 'Δ TTFT', 'acceptance', 'verdict', 'baseline'),
+            [_row_cells(row, baseline_variant, _describe_baseline_markdown, by_trial, ('p90', 'p99')) for row in rows],
+            right_aligned=set(range(2, 14)))
         notes = _notes(rows)
         if notes:
             lines += [''] + [f'- {note}' for note in notes]
@@ -136,10 +138,10 @@ def markdown_report(records: list[t.Any], groups: Mapping[tuple[str, str], list[
                 right_aligned=set())
         lines += ['', '### History', '']
         lines += _markdown_table(
-            ('recorded (UTC)', 'run', 'variant', 'concurrency', 'output tok/s', 'median TPOT (ms)',
+            ('recorded (UTC)', 'run', 'variant', 'workload', 'concurrency', 'output tok/s', 'median TPOT (ms)',
              'median TTFT (ms)', 'acceptance', 'failed requests', 'vLLM', 'unit checksum', 'note'),
             [_history_cells(record) for record in sorted(history, key=_history_order)],
-            right_aligned={3, 4, 5, 6, 7, 8})
+            right_aligned={4, 5, 6, 7, 8, 9})
         if (host, model) in charts:
             lines += ['', f'![Output tokens/s over time on {host}, {model}]({charts[(host, model)]})']
         lines.append('')
@@ -161,6 +163,8 @@ def chart_png(records: list[t.Any], title: str) -> bytes | None:
         except ComparisonError:
             continue
         label = f'{record.variant} (concurrency {_concurrency_text(record.max_concurrency)})'
+        if record.workload != DEFAULT_WORKLOAD:
+            label = f'{record.variant}, {record.workload} (concurrency {_concurrency_text(record.max_concurrency)})'
         series.setdefault(label, []).append((_parse_time(record.recorded_at), value))
     figure = Figure(figsize=(8, 4.5), dpi=100)
     FigureCanvasAgg(figure)
@@ -233,7 +237,8 @@ def write_atomically(path: str, content: bytes) -> None:
 
 
 def _row_cells(row: ComparisonRow, baseline_variant: str, describe_baseline: t.Callable[[ComparisonRow], str],
-               decisions: Mapping[tuple[str, str, str, str], Mapping[str, t.Any]]) -> tuple[str, ...]:
+               decisions: Mapping[tuple[str, str, str, str], Mapping[str, t.Any]],
+               percentiles: tuple[str, ...]) -> tuple[str, ...]:
     record = row.record
     metrics = record.metrics
     decision = decisions.get((record.host, record.model, record.variant, record.run_id))
@@ -249,14 +254,19 @@ def _row_cells(row: ComparisonRow, baseline_variant: str, describe_baseline: t.C
         verdict += ' (task failed)'
     deltas = (None, None, None) if row.verdict is None else (
         row.verdict.delta_pct, row.verdict.tpot_delta_pct, row.verdict.ttft_delta_pct)
+    tpot = tuple(_number_text(metrics.get(f'{stat}_tpot_ms'), 2) for stat in percentiles)
+    ttft = tuple(_number_text(metrics.get(f'{stat}_ttft_ms'), 1) for stat in percentiles)
     return (
         record.variant,
+        record.workload,
         _concurrency_text(record.max_concurrency),
         _throughput_text(metrics),
         _delta_text(deltas[0]),
         _number_text(metrics.get('median_tpot_ms'), 2),
+        *tpot,
         _delta_text(deltas[1]),
         _number_text(metrics.get('median_ttft_ms'), 1),
+        *ttft,
         _delta_text(deltas[2]),
         _percent_text(metrics.get('spec_decode_acceptance_rate')),
         verdict,
@@ -291,7 +301,10 @@ def _describe_baseline_markdown(row: ComparisonRow) -> str:
 def _notes(rows: Iterable[ComparisonRow]) -> list[str]:
     notes = []
     for row in rows:
-        subject = f'{row.record.variant} at concurrency {_concurrency_text(row.record.max_concurrency)}'
+        where = f'at concurrency {_concurrency_text(row.record.max_concurrency)}'
+        if row.record.workload != DEFAULT_WORKLOAD:
+            where = f'workload {row.record.workload}, {where}'
+        subject = f'{row.record.variant} {where}'
         if row.problem:
             notes.append(f'{subject}: no verdict, {row.problem}.')
         if row.baseline is not None and not row.baseline_from_same_run:
@@ -311,6 +324,7 @@ def _history_cells(record: t.Any) -> tuple[str, ...]:
         record.recorded_at,
         f'`{record.run_id[:8]}`',
         record.variant,
+        record.workload,
         _concurrency_text(record.max_concurrency),
         _throughput_text(metrics),
         _number_text(metrics.get('median_tpot_ms'), 2),
@@ -324,7 +338,8 @@ def _history_cells(record: t.Any) -> tuple[str, ...]:
 
 
 def _history_order(record: t.Any) -> tuple[t.Any, ...]:
-    return record.variant, record.max_concurrency is None, record.max_concurrency or 0, record.recorded_at
+    return (record.variant, record.workload, record.max_concurrency is None, record.max_concurrency or 0,
+            record.recorded_at)
 
 
 def _markdown_table(header: tuple[str, ...], rows: list[tuple[str, ...]], right_aligned: set[int]) -> list[str]:

@@ -14,6 +14,8 @@ import sqlite3
 import typing as t
 from collections.abc import Iterable, Mapping
 
+from ansible_collections.llmops.vllm.plugins.plugin_utils._workloads import DEFAULT_WORKLOAD
+
 SCHEMA_VERSION = 2
 
 # Index i holds the statements that take a database from schema version i to i + 1.
@@ -121,6 +123,11 @@ class BenchmarkRecord:
     @property
     def unit_checksum(self) -> str | None:
         return self.labels.get('unit_checksum')
+
+    @property
+    def workload(self) -> str:
+        """The workload the level belongs to; results measured before workloads existed belong to the default one."""
+        return str(self.labels.get('workload') or DEFAULT_WORKLOAD)
 
     @property
     def vllm_version(self) -> str | None:

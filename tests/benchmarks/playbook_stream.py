@@ -18,9 +18,11 @@ import time
 class PlaybookStream:
     """One ansible-playbook process whose stdout and stderr lines are read as they come."""
 
-    def __init__(self, command, cwd, env):
+    def __init__(self, command, cwd, env, new_session=False):
+        # In a session of its own the run can be killed whole, workers and SSH clients included.
         self.process = subprocess.Popen(command, cwd=str(cwd), env=dict(env, PYTHONUNBUFFERED="1"),
-                                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                        start_new_session=new_session)
         self.transcript = []
         self._lines = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()

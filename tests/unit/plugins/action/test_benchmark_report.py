@@ -53,7 +53,7 @@ def test_report_playbook_writes_the_report_once(project):
     # The default destination is relative to the current directory; the database and the noise band
     # are the callback's, from ansible.cfg.
     report = (project / 'elsewhere' / 'results' / 'benchmarks.md').read_text(encoding='utf-8')
-    assert '| ngram | 4 | 60.0 | -18.9% |' in report
+    assert '| ngram | default | 4 | 60.0 | -18.9% |' in report
     assert '| within noise |' in report and '±25% noise band' in report
     if importlib.util.find_spec('matplotlib'):
         assert (project / 'elsewhere' / 'results' / 'benchmarks-gpu-node-1-kimi-k2.5.png').exists()
@@ -89,7 +89,7 @@ CHECK_PLAYBOOK = """
         that:
           - preview is changed
           - not preview_file.stat.exists
-          - "'| ngram | 4 | 60.0 | -18.9% |' in preview.diff.after"
+          - "'| ngram | default | 4 | 60.0 | -18.9% |' in preview.diff.after"
           - preview.diff.before == ''
           - preview.stored_results == 2
           - preview.charts == []

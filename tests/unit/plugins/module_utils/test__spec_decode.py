@@ -109,10 +109,33 @@ def test_an_unknown_target_size_skips_only_the_draft_size_comparison():
         "draft_tensor_parallel_size"]
 
 
-def test_prompt_lookup_bounds_are_not_compared_for_other_methods():
+def test_prompt_lookup_on_another_method_is_refused_as_ignored_not_compared():
     config = {"method": "eagle3", "model": "d", "num_speculative_tokens": 4,
               "prompt_lookup_min": 5, "prompt_lookup_max": 4}
-    assert problems(config) == []
+    assert problems(config) == [
+        ("prompt_lookup_max", "only the n-gram methods (ngram, ngram_gpu) read it; vLLM ignores it for method 'eagle3'"),
+        ("prompt_lookup_min", "only the n-gram methods (ngram, ngram_gpu) read it; vLLM ignores it for method 'eagle3'"),
+    ]
+
+
+@pytest.mark.parametrize("key, value, rule", [
+    ("suffix_decoding_max_tree_depth", 0, "must be >= 1, got 0"),
+    ("suffix_decoding_max_tree_depth", 2.5, "must be an integer, got 2.5"),
+    ("suffix_decoding_max_cached_requests", -1, "must be >= 0, got -1"),
+    ("suffix_decoding_max_spec_factor", -0.5, "must be >= 0, got -0.5"),
+    ("suffix_decoding_min_token_prob", 1.01, "must be in [0, 1], got 1.01"),
+    ("suffix_decoding_min_token_prob", True, "must be a number, got True"),
+])
+def test_suffix_decoding_ranges_are_vllms(key, value, rule):
+    assert problems({"method": "suffix", key: value}) == [(key, rule)]
+
+
+def test_suffix_decoding_settings_pass_in_range_and_are_refused_on_another_method():
+    settings = {"suffix_decoding_max_tree_depth": 1, "suffix_decoding_max_cached_requests": 0,
+                "suffix_decoding_max_spec_factor": 0, "suffix_decoding_min_token_prob": 1}
+    assert problems(dict(settings, method="suffix")) == []
+    assert problems({"method": "ngram", "num_speculative_tokens": 3, "suffix_decoding_min_token_prob": 0.2}) == [
+        ("suffix_decoding_min_token_prob", "only the suffix method reads it; vLLM ignores it for method 'ngram'")]
 
 
 def test_the_method_table_only_names_known_keys():

@@ -233,6 +233,45 @@ BAD_INPUTS = [
     ({"version": None}, "vllm_version: required"),
     ({"secret_environment_names": ["VLLM_API_KEY", "hf-token"]},
      "vllm_secret_environment.hf-token: not a valid environment variable name"),
+    # Ranges vLLM enforces at start-up, caught before a 30-minute load is wasted on them.
+    ({"serve_args": {"tensor_parallel_size": 8, "gpu_memory_utilization": 1.4}},
+     "vllm_serve_args.gpu_memory_utilization: vLLM requires a value in (0, 1], got 1.4"),
+    ({"serve_args": {"tensor_parallel_size": 8, "gpu_memory_utilization": 0}},
+     "vllm_serve_args.gpu_memory_utilization: vLLM requires a value in (0, 1], got 0"),
+    ({"variants": with_variant("ngram", {"serve_args": {"max_num_seqs": 0}})},
+     "vllm_variants.ngram.serve_args.max_num_seqs: vLLM requires a value >= 1, got 0"),
+    ({"serve_args": {"tensor_parallel_size": 8, "max_num_batched_tokens": "8k"}},
+     "vllm_serve_args.max_num_batched_tokens: must be an integer, got str"),
+    ({"variants": with_variant("ngram", {"speculative_config": {"method": "suffix",
+                                                                "suffix_decoding_min_token_prob": 1.5}})},
+     "vllm_variants.ngram.speculative_config.suffix_decoding_min_token_prob: must be in [0, 1], got 1.5"),
+    ({"variants": with_variant("eagle3", {"speculative_config": dict(EAGLE3, prompt_lookup_max=4)})},
+     "vllm_variants.eagle3.speculative_config.prompt_lookup_max: only the n-gram methods (ngram, ngram_gpu) read "
+     "it; vLLM ignores it for method 'eagle3'"),
+    # Secrets never reach a unit's command line or its world-readable environment file.
+    ({"serve_args": {"tensor_parallel_size": 8, "api_key": "sk-live"}},
+     "vllm_serve_args.api_key: set by this collection from vllm_secret_environment.VLLM_API_KEY (a 0600"),
+    ({"variants": with_variant("ngram", {"serve_args": {"hf_token": "hf_x"}})},
+     "vllm_variants.ngram.serve_args.hf_token: set by this collection from vllm_secret_environment.HF_TOKEN"),
+    ({"environment": {"HF_TOKEN": "hf_x"}},
+     "vllm_environment.HF_TOKEN: looks like a secret, and this file is world-readable; set it in "
+     "vllm_secret_environment"),
+    ({"variants": with_variant("ngram", {"environment": {"DB_PASSWORD": "x"}})},
+     "vllm_variants.ngram.environment.DB_PASSWORD: looks like a secret"),
+    ({"baseline": "baselin"},
+     "vllm_baseline_variant: 'baselin' is not declared in vllm_variants; declare it (an empty mapping serves the "
+     "shared settings) or keep the default 'baseline'; declared: eagle3, ngram"),
+    ({"user": "root"}, "vllm_user: must not be root"),
+    ({"group": "vllm\nExecStartPre=/bin/sh"}, "vllm_group: 'vllm\\nExecStartPre=/bin/sh' must be a user or group name"),
+    ({"supplementary_groups": ["video", "docker"]},
+     "vllm_supplementary_groups[1]: 'docker' would give the server administrator rights"),
+    ({"supplementary_groups": "video"}, "vllm_supplementary_groups: must be a list of group names, got str"),
+    ({"serve_args": {"tensor_parallel_size": 8, "shutdown_timeout": 180}, "stop_timeout": 180},
+     "vllm_serve_args.shutdown_timeout: 180 must be shorter than vllm_stop_timeout_seconds (180), or systemd kills"),
+    ({"variants": with_variant("ngram", {"serve_args": {"shutdown_timeout": 600}}), "stop_timeout": 180},
+     "vllm_variants.ngram.serve_args.shutdown_timeout: 600 must be shorter than vllm_stop_timeout_seconds (180)"),
+    ({"serve_args": {"tensor_parallel_size": 8, "shutdown_timeout": -1}},
+     "vllm_serve_args.shutdown_timeout: vLLM requires a value >= 0, got -1"),
 ]
 
 
@@ -256,6 +295,27 @@ def test_every_bad_input_is_reported_in_one_go():
         "serve_args, speculative_config)",
         "vllm_variants.ngram.speculative_config.num_speculative_tokens: must be an integer > 0, got 0",
     ]
+
+
+def test_a_declared_baseline_of_another_name_and_plain_settings_pass():
+    specs = resolve(baseline="instruct", variants=dict(with_variant("instruct", {})), user="vllm", group="vllm",
+                    supplementary_groups=["video", "render"],
+                    environment={"HF_HUB_OFFLINE": "1", "VLLM_CPU_KVCACHE_SPACE": "1"})
+    assert specs["instruct"]["baseline"] and specs["ngram"]["conflicts"][0] == "vllm-kimi-k2.5-instruct.service"
+
+
+def test_the_secret_file_itself_may_hold_secret_names():
+    assert environment_strings({"VLLM_API_KEY": "k", "HF_TOKEN": "t"}, "vllm_secret_environment") == {
+        "VLLM_API_KEY": "k", "HF_TOKEN": "t"}
+
+
+def test_messages_name_plain_yaml_types_not_ansible_classes():
+    class TaggedStr(str):
+        pass
+
+    with pytest.raises(VariantError) as caught:
+        resolve(variants=TaggedStr("ngram"))
+    assert caught.value.problems == ["vllm_variants: must be a mapping, got str"]
 
 
 def test_secret_values_never_appear_in_messages():

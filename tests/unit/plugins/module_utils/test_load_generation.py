@@ -17,6 +17,7 @@ from ansible_collections.llmops.vllm.plugins.module_utils._load_generation impor
     OpenAITarget,
     arrival_offsets,
     request_body,
+    load_requests,
     run_benchmark,
     run_load,
 )
@@ -226,8 +227,9 @@ def test_concurrency_fills_and_caps_requests_in_flight():
 
 
 def test_request_bodies_ask_for_usage_and_honour_the_options():
-    completion = json.loads(request_body("completions", "tiny", "Hi", 32, 0.0, True))
-    chat = json.loads(request_body("chat", "tiny", "Hi", 32, 0.7, False))
+    completion = json.loads(request_body("completions", "tiny", {"prompt": "Hi"}, options("", max_tokens=32)))
+    chat = json.loads(request_body("chat", "tiny", {"prompt": "Hi"},
+                                   options("", max_tokens=32, temperature=0.7, ignore_eos=False)))
 
     assert completion == {
         "model": "tiny",
@@ -246,6 +248,44 @@ def test_request_bodies_ask_for_usage_and_honour_the_options():
         "stream": True,
         "stream_options": {"include_usage": True},
     }
+
+
+def test_chat_bodies_carry_history_tools_template_kwargs_and_the_request_s_own_length():
+    messages = [{"role": "system", "content": "Terse."}, {"role": "user", "content": "Go."}]
+    tools = [{"type": "function", "function": {"name": "f"}}]
+    chosen = options("", max_tokens=64, ignore_eos=False, chat_template_kwargs={"thinking": True},
+                     tool_choice="none", tools=tools)
+
+    short = json.loads(request_body("chat", "kimi", {"messages": messages, "max_tokens": 10}, chosen))
+    capped = json.loads(request_body("chat", "kimi", {"messages": messages, "max_tokens": 999, "tools": []}, chosen))
+    own_tools = [{"type": "function", "function": {"name": "g"}}]
+    own = json.loads(request_body("chat", "kimi", {"messages": messages, "tools": own_tools}, chosen))
+
+    assert short["messages"] == messages and short["max_completion_tokens"] == 10
+    assert short["chat_template_kwargs"] == {"thinking": True}
+    assert short["tools"] == tools and short["tool_choice"] == "none"
+    assert capped["max_completion_tokens"] == 64
+    assert own["tools"] == own_tools
+    assert "ignore_eos" not in short
+
+
+def test_a_chat_request_cannot_go_to_the_completions_endpoint():
+    with pytest.raises(ValueError, match="needs endpoint chat"):
+        request_body("completions", "kimi", {"messages": [{"role": "user", "content": "Go."}]}, options(""))
+
+
+def test_requests_come_from_a_replay_file_repeated_and_padded(tmp_path):
+    path = tmp_path / "chats.jsonl"
+    path.write_text('{"messages": [{"role": "user", "content": "one"}]}\n{"prompt": "two"}\n', encoding="utf-8")
+
+    requests = load_requests(str(path), 3, seed=0)
+    padded = load_requests(str(path), 3, seed=0, context_tokens=500)
+
+    assert requests == [{"messages": [{"role": "user", "content": "one"}]}, {"prompt": "two"},
+                        {"messages": [{"role": "user", "content": "one"}]}]
+    assert padded[0]["messages"][0]["content"].endswith("one")
+    assert len(padded[1]["prompt"]) >= 2000 and padded[1]["prompt"].endswith("two")
+    assert load_requests(str(path), 3, seed=0, context_tokens=500) == padded
 
 
 def test_unlimited_rate_sends_everything_at_once():

@@ -9,9 +9,19 @@ import re
 
 import pytest
 
-from ansible_collections.llmops.vllm.plugins.module_utils._prompt_sets import GENERATORS, load_prompts
+from ansible_collections.llmops.vllm.plugins.module_utils._prompt_sets import (
+    GENERATORS,
+    TOOLS,
+    built_in_requests,
+    padded_request,
+    request_characters,
+)
 
 BUILT_IN = sorted(GENERATORS)
+
+
+def load_prompts(name, count, seed):
+    return [request["prompt"] for request in built_in_requests(name, count, seed)]
 
 
 @pytest.mark.parametrize("name", BUILT_IN)
@@ -65,37 +75,41 @@ def test_summarization_prompts_carry_a_report_to_quote():
     assert "exactly" in ask or "word for word" in ask
 
 
-def test_a_jsonl_file_is_used_in_order_and_repeated(tmp_path):
-    path = tmp_path / "prompts.jsonl"
-    path.write_text('{"prompt": "first"}\n\n{"prompt": "second", "source": "x"}\n', encoding="utf-8")
-
-    assert load_prompts(str(path), 5, seed=0) == ["first", "second", "first", "second", "first"]
+def test_a_name_that_is_no_built_in_set_gives_none():
+    assert built_in_requests("/srv/traffic/sample.jsonl", 3, seed=0) is None
 
 
-@pytest.mark.parametrize(
-    "content, message",
-    [
-        ('{"prompt": "ok"}\nnot json\n', "line 2 is not JSON"),
-        ('{"text": "no prompt"}\n', 'line 1 must be an object with a string "prompt"'),
-        ('["prompt"]\n', 'line 1 must be an object with a string "prompt"'),
-        ("\n\n", "holds no prompts"),
-    ],
-)
-def test_a_bad_jsonl_file_is_reported_with_its_line(tmp_path, content, message):
-    path = tmp_path / "prompts.jsonl"
-    path.write_text(content, encoding="utf-8")
+def test_tool_call_requests_are_chat_requests_with_tools_and_fresh_facts():
+    requests = built_in_requests("tool_calls", 50, seed=0)
 
-    with pytest.raises(ValueError, match=re.escape(message)):
-        load_prompts(str(path), 1, seed=0)
+    assert all(request["tools"] == TOOLS for request in requests)
+    assert all([message["role"] for message in request["messages"]] == ["system", "user"] for request in requests)
+    assert len({request["messages"][1]["content"] for request in requests}) == 50
+    names = {tool["function"]["name"] for tool in TOOLS}
+    assert names == {"check_stock", "schedule_shipment", "convert_currency"}
+    assert json.loads(json.dumps(requests)) == requests
 
 
-def test_a_missing_file_raises_oserror(tmp_path):
-    with pytest.raises(OSError):
-        load_prompts(str(tmp_path / "absent.jsonl"), 1, seed=0)
+def test_padding_reaches_the_target_length_before_the_question():
+    import random
+
+    request = {"prompt": "What changed on Monday?"}
+    padded = padded_request(request, 8000, random.Random(1))
+
+    assert request_characters(padded) >= 8000
+    assert padded["prompt"].startswith("Reference material:")
+    assert padded["prompt"].endswith("What changed on Monday?")
+    assert request == {"prompt": "What changed on Monday?"}
 
 
-def test_file_prompts_round_trip_unicode(tmp_path):
-    path = tmp_path / "prompts.jsonl"
-    path.write_text(json.dumps({"prompt": "Zusammenfassung: Größe – 東京"}) + "\n", encoding="utf-8")
+def test_padding_goes_into_the_first_user_message_and_leaves_long_requests_alone():
+    import random
 
-    assert load_prompts(str(path), 1, seed=0) == ["Zusammenfassung: Größe – 東京"]
+    request = {"messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"},
+                            {"role": "assistant", "content": "Hello"}, {"role": "user", "content": "Sum it up."}]}
+    padded = padded_request(request, 3000, random.Random(2))
+
+    assert padded["messages"][0] == {"role": "system", "content": "Be brief."}
+    assert padded["messages"][1]["content"].endswith("Hi") and len(padded["messages"][1]["content"]) > 2500
+    assert padded["messages"][3] == {"role": "user", "content": "Sum it up."}
+    assert padded_request(padded, 3000, random.Random(2)) is padded

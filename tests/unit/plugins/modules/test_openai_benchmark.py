@@ -147,6 +147,9 @@ def test_check_mode_sends_nothing():
         ({"warmup_requests": -1}, "warmup_requests must not be negative"),
         ({"temperature": -0.5}, "temperature must not be negative"),
         ({"base_url": "http://127.0.0.1:8000/v1"}, "base_url is the server root: drop the trailing /v1"),
+        ({"context_tokens": 0}, "context_tokens must be at least 1"),
+        ({"chat_template_kwargs": {"thinking": True}, "tool_choice": "none"},
+         "chat_template_kwargs needs endpoint: chat; tool_choice needs endpoint: chat"),
     ],
 )
 def test_bad_option_values_fail_before_any_request(overrides, message):
@@ -169,6 +172,32 @@ def test_a_bad_prompt_file_is_reported(tmp_path):
     result = run_module({"base_url": refused_url(), "model": "tiny", "prompt_set": str(path)}, ModuleFailure)
 
     assert result["msg"].startswith("Cannot run the benchmark: %s line 1 is not JSON" % path)
+
+
+def test_a_replayed_conversation_goes_to_the_chat_endpoint_with_its_history_and_stops_at_eos(tmp_path):
+    path = tmp_path / "conversations.json"
+    path.write_text('[{"conversations": [{"from": "human", "value": "Plan it."}, {"from": "gpt", "value": "Where?"},'
+                    ' {"from": "human", "value": "Kraków."}, {"from": "gpt", "value": "Twelve chars"}]}]',
+                    encoding="utf-8")
+    with ScriptedServer(short_streams(3)) as server:
+        result = run_module({"base_url": server.base_url, "model": "tiny", "endpoint": "chat", "prompt_set": str(path),
+                             "num_prompts": 2, "chat_template_kwargs": {"thinking": True}})
+
+    assert result["results"][0]["completed"] == 2
+    assert [request["_path"] for request in server.requests] == ["/v1/chat/completions"] * 3
+    for request in server.requests:
+        assert [message["content"] for message in request["messages"]] == ["Plan it.", "Where?", "Kraków."]
+        assert request["max_completion_tokens"] == 3
+        assert request["chat_template_kwargs"] == {"thinking": True}
+        assert "ignore_eos" not in request
+    assert "Kraków" not in repr(result)
+
+
+def test_a_chat_set_sent_to_the_completions_endpoint_is_refused():
+    result = run_module({"base_url": refused_url(), "model": "tiny", "prompt_set": "tool_calls"}, ModuleFailure)
+
+    assert result["msg"] == ("Cannot run the benchmark: a request with messages needs endpoint chat;"
+                             " /v1/completions takes a prompt")
 
 
 def test_an_unreachable_metrics_url_is_a_warning_not_a_failure():

@@ -13,9 +13,11 @@ from ansible_collections.llmops.vllm.plugins.plugin_utils._decision import (
     DEFAULT_MARGIN_PCT,
     DecisionError,
     decide,
+    decide_workloads,
     history_from_records,
     judge_level,
     lifetime_spread,
+    merged_slo,
     within_half_width,
 )
 from ansible_collections.llmops.vllm.plugins.plugin_utils._results_store import BenchmarkRecord
@@ -179,8 +181,10 @@ def test_history_from_records_keeps_clean_runs_of_the_same_baseline_unit():
 
     history = history_from_records(records, host='node', model='m', baseline='baseline', unit_checksum='aaa')
 
-    assert history == [{'max_concurrency': 4, 'output_throughput': 100.0, 'lifetime': 'L1'},
-                       {'max_concurrency': 4, 'output_throughput': 90.0, 'lifetime': 'run r2'}]
+    assert history == [{'max_concurrency': 4, 'output_throughput': 100.0, 'lifetime': 'L1', 'workload': 'default',
+                        'prompt_set_sha256': None},
+                       {'max_concurrency': 4, 'output_throughput': 90.0, 'lifetime': 'run r2', 'workload': 'default',
+                        'prompt_set_sha256': None}]
 
 
 @pytest.mark.parametrize('kwargs, message', [
@@ -256,3 +260,101 @@ def test_failed_requests_and_too_few_runs_still_come_before_an_slo():
 def test_a_bad_slo_is_refused_naming_the_key(slo, message):
     with pytest.raises(DecisionError, match=message):
         decide(result(level([1.0, 1.0, 1.0])), result(level([1.0, 1.0, 1.0])), slo=slo)
+
+
+def workload(name, *levels):
+    return {'labels': {'workload': name}, 'results': list(levels)}
+
+
+def looped(*results):
+    """What a looped openai_benchmark task registers: one module result per workload."""
+    return {'changed': False, 'msg': 'All items completed', 'results': list(results)}
+
+
+def test_every_workload_must_keep_the_variant_and_the_first_that_does_not_says_why():
+    # Code editing copies the prompt (n-gram gains 20%); tool calls write fresh text (n-gram loses 30%).
+    variant = looped(workload('code', level(around(120.0, 1.0))), workload('tools', level(around(70.0, 1.0))))
+    baseline = looped(workload('code', level(around(100.0, 1.0))), workload('tools', level(around(100.0, 1.0))))
+
+    answer = decide_workloads(variant, baseline)
+
+    assert (answer['decision'], answer['outcome']) == ('roll_back', 'slower')
+    assert answer['reason'].startswith('workload tools: slower at concurrency 4: -30.0%')
+    assert [(item['name'], item['decision'], item['outcome']) for item in answer['workloads']] == [
+        ('code', 'keep', 'faster'), ('tools', 'roll_back', 'slower')]
+    statuses = [(item['workload'], item['status']) for item in answer['levels']]
+    assert statuses == [('code', 'faster'), ('tools', 'slower')]
+    assert answer['delta_pct'] == pytest.approx(-5.0)
+
+
+def test_a_variant_kept_by_every_workload_is_faster_when_one_shows_it():
+    variant = looped(workload('code', level(around(120.0, 1.0))), workload('chat', level(around(99.0, 1.0))))
+    baseline = looped(workload('code', level(around(100.0, 1.0))), workload('chat', level(around(100.0, 1.0))))
+
+    answer = decide_workloads(variant, baseline)
+
+    assert (answer['decision'], answer['outcome']) == ('keep', 'faster')
+    assert answer['reason'].startswith('every workload passes: code faster at concurrency 4: +20.0%')
+    assert '; chat not slower at concurrency 4: -1.0%' in answer['reason']
+
+
+def test_a_workload_slo_is_laid_over_the_trials_and_rolls_back_for_its_breach():
+    variant = looped(workload('code', level(around(120.0, 1.0), p99_ttft_ms=900.0)),
+                     workload('chat', level(around(120.0, 1.0), p99_ttft_ms=900.0)))
+    baseline = looped(workload('code', level(around(100.0, 1.0), p99_ttft_ms=500.0)),
+                      workload('chat', level(around(100.0, 1.0), p99_ttft_ms=500.0)))
+
+    loose = decide_workloads(variant, baseline, slo={'p99_ttft_ms': 1000})
+    tight = decide_workloads(variant, baseline, slo={'p99_ttft_ms': 1000}, workload_slo={'chat': {'p99_ttft_ms': 800}})
+
+    assert loose['decision'] == 'keep'
+    assert (tight['decision'], tight['outcome']) == ('roll_back', 'slo_breached')
+    assert tight['reason'].startswith('workload chat: breaks its SLO at concurrency 4: p99 TTFT 900.0 ms > 800 ms')
+    assert [item['slo'] for item in tight['workloads']] == [{'p99_ttft_ms': 1000.0}, {'p99_ttft_ms': 800.0}]
+    assert tight['slo'] is None
+
+
+def test_merged_slo_replaces_keys_levels_and_metrics_one_by_one():
+    general = {'p99_ttft_ms': 1000, 'max_regression_pct': {'p99_tpot_ms': 10, 'p99_ttft_ms': 20},
+               'by_concurrency': {8: {'p99_ttft_ms': 3000, 'max_regression_pct': {'p99_tpot_ms': 15}}}}
+    own = {'p99_tpot_ms': 50, 'max_regression_pct': {'p99_ttft_ms': 5},
+           'by_concurrency': {8: {'max_regression_pct': {'p99_ttft_ms': 30}}, 1: {'p99_ttft_ms': 400}}}
+
+    assert merged_slo(general, own, 'here') == {
+        'p99_ttft_ms': 1000.0, 'p99_tpot_ms': 50.0, 'max_regression_pct': {'p99_tpot_ms': 10.0, 'p99_ttft_ms': 5.0},
+        'by_concurrency': {8: {'p99_ttft_ms': 3000.0, 'max_regression_pct': {'p99_tpot_ms': 15.0, 'p99_ttft_ms': 30.0}},
+                           1: {'p99_ttft_ms': 400.0}}}
+    with pytest.raises(DecisionError, match=r'^the slo of chat\.p99_ttft_ms must be a positive number'):
+        merged_slo({}, {'p99_ttft_ms': -1}, 'the slo of chat')
+
+
+def test_a_single_unlabelled_result_is_the_default_workload_and_reads_as_before():
+    variant = result(level(around(120.0, 1.0)))
+    baseline = result(level(around(100.0, 1.0)))
+
+    answer = decide_workloads(variant, baseline)
+
+    assert answer == dict(decide(variant, baseline), workloads=[
+        {'name': 'default', 'decision': 'keep', 'outcome': 'faster', 'reason': answer['reason'],
+         'delta_pct': pytest.approx(20.0), 'slo': None}])
+    assert answer['reason'].startswith('faster at concurrency 4')
+
+
+def test_a_workload_missing_on_the_baseline_is_refused():
+    with pytest.raises(DecisionError, match="workload 'tools' was measured on the variant but not on the baseline"):
+        decide_workloads(looped(workload('tools', level([1.0, 2.0, 3.0]))),
+                         looped(workload('code', level([1.0, 2.0, 3.0]))))
+
+
+def test_history_counts_only_lifetimes_of_the_same_workload_and_requests():
+    # Two earlier lifetimes 20% apart widen the interval past the margin, but only where they apply.
+    history = [{'max_concurrency': 4, 'output_throughput': value, 'lifetime': lifetime, 'workload': 'code',
+                'prompt_set_sha256': 'same'} for value, lifetime in ((90.0, 'L1'), (110.0, 'L2'))]
+    variant = looped(workload('code', level(around(99.0, 0.5), prompt_set_sha256='same')))
+    baseline = looped(workload('code', level(around(100.0, 0.5), prompt_set_sha256='same')))
+    other_requests = looped(workload('code', level(around(100.0, 0.5), prompt_set_sha256='other')))
+    other_workload = [dict(item, workload='tools') for item in history]
+
+    assert decide_workloads(variant, baseline, history=history)['outcome'] == 'inconclusive'
+    assert decide_workloads(variant, other_requests, history=history)['outcome'] == 'not_slower'
+    assert decide_workloads(variant, baseline, history=other_workload)['outcome'] == 'not_slower'

@@ -38,7 +38,8 @@ RECORDS = [
     record('baseline', RUN_1, '2026-05-01T10:00:00Z', row_id=1,
            output_throughput=74.0, median_tpot_ms=13.2, median_ttft_ms=100.0, failed=0),
     record('ngram', RUN_1, '2026-05-01T10:20:00Z', row_id=2, output_throughput=60.0, median_tpot_ms=15.84,
-           median_ttft_ms=90.0, spec_decode_acceptance_rate=65.6, failed=0),
+           p90_tpot_ms=17.5, p99_tpot_ms=19.25, median_ttft_ms=90.0, p90_ttft_ms=130.0, p99_ttft_ms=180.5,
+           spec_decode_acceptance_rate=65.6, failed=0),
     record('eagle3', RUN_2, '2026-05-02T09:00:00Z', row_id=3, output_throughput=81.4, median_tpot_ms=11.88,
            median_ttft_ms=110.0, spec_decode_acceptance_rate=52.0, failed=2),
     record('baseline', RUN_2, '2026-05-02T09:30:00Z', host='gpu-node-2', row_id=4, output_throughput=71.0,
@@ -60,27 +61,31 @@ def test_markdown_report_of_a_hand_checked_history():
     second = lines.index('## `gpu-node-2` / `kimi-k2.5`')
     node_1 = lines[first:second]
     assert node_1[4:9] == [
-        '| variant | concurrency | output tok/s | Δ output | median TPOT (ms) | Δ TPOT | median TTFT (ms) | Δ TTFT'
-        ' | acceptance | verdict | baseline |',
-        '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |',
-        '| baseline | 4 | 74.0 |  | 13.20 |  | 100.0 |  | – | baseline | – |',
-        '| eagle3 | 4 | 81.4 | +10.0% | 11.88 | -10.0% | 110.0 | +10.0% | 52.0% | faster'
+        '| variant | workload | concurrency | output tok/s | Δ output | median TPOT (ms) | p90 | p99 | Δ TPOT'
+        ' | median TTFT (ms) | p90 | p99 | Δ TTFT | acceptance | verdict | baseline |',
+        '| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |',
+        '| baseline | default | 4 | 74.0 |  | 13.20 | – | – |  | 100.0 | – | – |  | – | baseline | – |',
+        '| eagle3 | default | 4 | 81.4 | +10.0% | 11.88 | – | – | -10.0% | 110.0 | – | – | +10.0% | 52.0% | faster'
         ' | 74.0 tok/s, earlier run `aaaaaaaa` (2026-05-01T10:00:00Z) |',
-        '| ngram | 4 | 60.0 | -18.9% | 15.84 | +20.0% | 90.0 | -10.0% | 65.6% | slower'
-        ' | 74.0 tok/s, same run (2026-05-01T10:00:00Z) |',
+        '| ngram | default | 4 | 60.0 | -18.9% | 15.84 | 17.50 | 19.25 | +20.0% | 90.0 | 130.0 | 180.5 | -10.0%'
+        ' | 65.6% | slower | 74.0 tok/s, same run (2026-05-01T10:00:00Z) |',
     ]
     assert '- eagle3 at concurrency 4: no baseline in the same run; compared with the baseline of run aaaaaaaa' \
            ' recorded at 2026-05-01T10:00:00Z.' in node_1
     assert '- eagle3 at concurrency 4: 2 requests failed.' in node_1
     history = node_1[node_1.index('### History') + 4:]
     assert history[:3] == [
-        '| 2026-05-01T10:00:00Z | `aaaaaaaa` | baseline | 4 | 74.0 | 13.20 | 100.0 | – | 0 | 0.33.0 | `baseline0123` |  |',
-        '| 2026-05-02T09:00:00Z | `bbbbbbbb` | eagle3 | 4 | 81.4 | 11.88 | 110.0 | 52.0% | 2 | 0.33.0 | `eagle3012345` |  |',
-        '| 2026-05-01T10:20:00Z | `aaaaaaaa` | ngram | 4 | 60.0 | 15.84 | 90.0 | 65.6% | 0 | 0.33.0 | `ngram0123456` |  |',
+        '| 2026-05-01T10:00:00Z | `aaaaaaaa` | baseline | default | 4 | 74.0 | 13.20 | 100.0 | – | 0 | 0.33.0'
+        ' | `baseline0123` |  |',
+        '| 2026-05-02T09:00:00Z | `bbbbbbbb` | eagle3 | default | 4 | 81.4 | 11.88 | 110.0 | 52.0% | 2 | 0.33.0'
+        ' | `eagle3012345` |  |',
+        '| 2026-05-01T10:20:00Z | `aaaaaaaa` | ngram | default | 4 | 60.0 | 15.84 | 90.0 | 65.6% | 0 | 0.33.0'
+        ' | `ngram0123456` |  |',
     ]
     assert '![Output tokens/s over time on gpu-node-1, kimi-k2.5](chart.png)' in node_1
     # The mean of the repeats and its 95% interval are shown, not the pooled throughput.
-    assert '| baseline | 4 | 70.0 ± 1.3 |  | 14.00 |  | 95.0 |  | – | baseline | – |' in lines[second:]
+    assert '| baseline | default | 4 | 70.0 ± 1.3 |  | 14.00 | – | – |  | 95.0 | – | – |  | – | baseline | – |' \
+        in lines[second:]
     assert not any(line.startswith('![') for line in lines[second:])
 
 
@@ -88,14 +93,29 @@ def test_console_table_of_the_same_history():
     groups = comparison_rows(RECORDS, RECORDS, 'baseline', 5.0)
     lines = text_table(groups, 'baseline').splitlines()
     assert lines[0] == 'host gpu-node-1, model kimi-k2.5'
-    assert lines[1].split() == ['variant', 'conc', 'output', 'tok/s', 'vs', 'base', 'TPOT', 'ms', 'vs', 'base',
-                                'TTFT', 'ms', 'vs', 'base', 'accept', 'verdict', 'baseline']
-    assert lines[3].split() == ['eagle3', '4', '81.4', '+10.0%', '11.88', '-10.0%', '110.0', '+10.0%', '52.0%',
-                                'faster', 'earlier', 'run', 'aaaaaaaa', '(2026-05-01T10:00:00Z)']
-    assert lines[4].split() == ['ngram', '4', '60.0', '-18.9%', '15.84', '+20.0%', '90.0', '-10.0%', '65.6%',
-                                'slower', 'this', 'run']
+    assert lines[1].split() == ['variant', 'workload', 'conc', 'output', 'tok/s', 'vs', 'base', 'TPOT', 'ms', 'p99',
+                                'vs', 'base', 'TTFT', 'ms', 'p99', 'vs', 'base', 'accept', 'verdict', 'baseline']
+    assert lines[3].split() == ['eagle3', 'default', '4', '81.4', '+10.0%', '11.88', '–', '-10.0%', '110.0', '–',
+                                '+10.0%', '52.0%', 'faster', 'earlier', 'run', 'aaaaaaaa', '(2026-05-01T10:00:00Z)']
+    assert lines[4].split() == ['ngram', 'default', '4', '60.0', '-18.9%', '15.84', '19.25', '+20.0%', '90.0',
+                                '180.5', '-10.0%', '65.6%', 'slower', 'this', 'run']
     assert '  note: eagle3 at concurrency 4: 2 requests failed.' in lines
     assert lines.index('host gpu-node-2, model kimi-k2.5') > 0
+
+
+def test_each_workload_is_judged_against_the_baseline_of_the_same_workload():
+    def labelled(variant, workload, throughput, row_id):
+        return BenchmarkRecord(recorded_at='2026-05-03T10:00:00Z', run_id=RUN_1, host='node', model='kimi-k2.5',
+                               variant=variant, metrics={'max_concurrency': 8, 'output_throughput': throughput},
+                               labels={'workload': workload}, row_id=row_id)
+
+    records = [labelled('baseline', 'chat', 50.0, 1), labelled('baseline', 'tools', 200.0, 2),
+               labelled('ngram', 'chat', 55.0, 3), labelled('ngram', 'tools', 100.0, 4)]
+    lines = text_table(comparison_rows(records, records, 'baseline', 5.0), 'baseline').splitlines()
+
+    rows = [line.split()[:5] for line in lines[2:6]]
+    assert rows == [['baseline', 'chat', '8', '50.0', '–'], ['baseline', 'tools', '8', '200.0', '–'],
+                    ['ngram', 'chat', '8', '55.0', '+10.0%'], ['ngram', 'tools', '8', '100.0', '-50.0%']]
 
 
 def test_console_table_marks_failed_tasks_and_missing_verdicts():

@@ -1,0 +1,153 @@
+# Copyright (c) 2026, llmops.vllm maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import annotations
+
+import datetime
+import getpass
+import hashlib
+import os
+import socket
+import time
+
+from ansible.errors import AnsibleActionFail
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.llmops.vllm.plugins.plugin_utils._switch_lock import (
+    FREE,
+    HELD,
+    MINE,
+    STALE,
+    describe,
+    lock_verdict,
+)
+
+_ARGUMENT_SPEC = {
+    'path': {'type': 'path', 'required': True},
+    'state': {'type': 'str', 'default': 'present', 'choices': ['present', 'absent']},
+    'wait': {'type': 'int', 'default': 0},
+    'stale_after': {'type': 'int', 'default': 14400},
+    'poll': {'type': 'float', 'default': 5},
+}
+_MODULE = 'llmops.vllm.switch_lock'
+
+
+def process_started(pid):
+    """The start time of a process (clock ticks since boot), which tells a PID's reuse apart; None if gone."""
+    try:
+        with open(f'/proc/{pid}/stat', encoding='utf-8') as handle:
+            # The command name may hold spaces and parentheses: fields are counted after its closing one.
+            return handle.read().rsplit(')', 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+def process_alive(pid, started):
+    now = process_started(pid)
+    return now is not None and (started is None or str(started) == now)
+
+
+def _playbooks(pid):
+    try:
+        with open(f'/proc/{pid}/cmdline', 'rb') as handle:
+            words = handle.read().decode('utf-8', 'replace').split('\x00')
+    except OSError:
+        return None
+    return ' '.join(os.path.basename(word) for word in words if word.endswith(('.yml', '.yaml'))) or None
+
+
+def controller_identity(now):
+    """Who this run is. The run id is fixed by the ansible-playbook process, so every task of one run agrees."""
+    # Action plugins run in worker processes forked from ansible-playbook itself.
+    pid = os.getppid()
+    started = process_started(pid)
+    controller = socket.getfqdn()
+    run_id = hashlib.sha256(f'{controller}:{pid}:{started}'.encode()).hexdigest()[:32]
+    return {'run_id': run_id, 'controller': controller, 'user': getpass.getuser(), 'playbook': _playbooks(pid),
+            'started_at': now.isoformat(timespec='seconds'), 'pid': pid, 'pid_started': started}
+
+
+class ActionModule(ActionBase):
+    """Decide on the controller, where the holder's process can be looked at; the node only swaps files."""
+
+    TRANSFERS_FILES = False
+    _supports_check_mode = True
+
+    def run(self, tmp=None, task_vars=None):
+        result = super().run(tmp, task_vars)
+        del tmp
+        dummy, args = self.validate_argument_spec(argument_spec=_ARGUMENT_SPEC)
+        self._task_vars = task_vars
+        self._path = args['path']
+        me = controller_identity(datetime.datetime.now(datetime.timezone.utc))
+        if args['state'] == 'absent':
+            result.update(self._release(me))
+            return result
+        started = time.monotonic()
+        deadline = started + max(0, args['wait'])
+        waiting_shown = False
+        while True:
+            holder = self._node('read')['holder']
+            verdict = lock_verdict(holder, me, datetime.datetime.now(datetime.timezone.utc), process_alive,
+                                   args['stale_after'])
+            if self._play_context.check_mode:
+                result.update(changed=verdict['verdict'] != MINE, holder=holder, verdict=verdict['verdict'],
+                              waited=0.0, msg=f"Check mode: {verdict['reason']}; nothing was written.")
+                return result
+            outcome = self._act(verdict, holder, me)
+            if outcome is not None:
+                outcome['waited'] = round(time.monotonic() - started, 1)
+                result.update(outcome)
+                return result
+            if verdict['verdict'] == HELD and time.monotonic() >= deadline:
+                raise AnsibleActionFail(
+                    f"{self._host()} is being switched by another run: {verdict['reason']}. Wait for it to finish, or"
+                    f" set vllm_switch_lock_wait to wait for it (seconds). Lock: {self._path}",
+                    result=dict(holder=holder, waited=round(time.monotonic() - started, 1)))
+            if verdict['verdict'] == HELD:
+                if not waiting_shown:
+                    self._display.display(f"{self._host()}: waiting up to {args['wait']} s for the switch lock,"
+                                          f" {verdict['reason']}")
+                    waiting_shown = True
+                time.sleep(min(args['poll'], max(0.0, deadline - time.monotonic())))
+
+    def _act(self, verdict, holder, me):
+        """Take the lock as the verdict allows; None when another run got in first or holds it."""
+        if verdict['verdict'] == MINE:
+            return {'changed': False, 'holder': holder, 'verdict': MINE, 'msg': verdict['reason']}
+        if verdict['verdict'] == FREE:
+            answer = self._node('create', holder=me)
+            if answer['done']:
+                return {'changed': True, 'holder': me, 'verdict': FREE, 'msg': f'Took the switch lock {self._path}.'}
+            return None
+        if verdict['verdict'] == STALE:
+            answer = self._node('replace', holder=me, expected_run_id=(holder or {}).get('run_id') or '')
+            if answer['done']:
+                self._display.warning(f"{self._host()}: took over a stale switch lock: {verdict['reason']}.")
+                return {'changed': True, 'holder': me, 'verdict': STALE,
+                        'taken_over': {'holder': holder, 'reason': verdict['reason']},
+                        'msg': f"Took over a stale switch lock: {verdict['reason']}."}
+            return None
+        return None
+
+    def _release(self, me):
+        holder = self._node('read')['holder']
+        if self._play_context.check_mode or holder is None or holder.get('run_id') != me['run_id']:
+            # Another run's lock is never given back from here.
+            reason = ('no lock is held' if holder is None else 'held by ' + describe(holder)
+                      if holder.get('run_id') != me['run_id'] else 'check mode')
+            return {'changed': False, 'holder': holder, 'waited': 0.0, 'msg': f'Nothing to give back: {reason}.'}
+        answer = self._node('remove', expected_run_id=me['run_id'])
+        return {'changed': answer['done'], 'holder': answer['holder'], 'waited': 0.0,
+                'msg': 'Gave back the switch lock.' if answer['done'] else 'The lock was no longer this run\'s.'}
+
+    def _node(self, op, **extra):
+        answer = self._execute_module(module_name=_MODULE, module_args=dict(path=self._path, op=op, **extra),
+                                      task_vars=self._task_vars)
+        if answer.get('failed'):
+            raise AnsibleActionFail(answer.get('msg') or f'{_MODULE} failed', result=answer)
+        return answer
+
+    def _host(self):
+        return (self._task_vars or {}).get('inventory_hostname') or 'the node'
