@@ -59,8 +59,13 @@ KILL_POINTS = {
 
 
 def on_mock_host(command):
-    result = subprocess.run(mock_host.ssh_argv(command), capture_output=True, text=True, check=False)
-    return result.stdout.strip()
+    # Right after a kill the node may be busy enough to miss SSH's connect timeout: try again.
+    for attempt in range(5):
+        result = subprocess.run(mock_host.ssh_argv(command), capture_output=True, text=True, check=False)
+        if result.returncode != 255:
+            return result.stdout.strip()
+        time.sleep(2 * (attempt + 1))
+    raise RuntimeError("mock host unreachable over SSH: %s" % result.stderr.strip())
 
 
 def playbook_command(extra):
@@ -99,7 +104,8 @@ def killed_run(env, point):
 def rerun(env, point):
     completed = subprocess.run(playbook_command(KILL_POINTS[point][3]), cwd=str(REPO), env=env, capture_output=True,
                                text=True, timeout=RUN_TIMEOUT, check=False)
-    return completed.returncode, completed.stdout
+    # Warnings, the stale-lock takeover among them, go to stderr.
+    return completed.returncode, completed.stdout + completed.stderr
 
 
 def node_state():
@@ -134,9 +140,11 @@ def main():
                LLMOPS_VLLM_BENCHMARKS_JSON_DIR=str(work / "runs"), LLMOPS_VLLM_BENCHMARKS_REPORT=str(work / "report.md"))
     rows = []
     try:
-        subprocess.run([str(pathlib.Path(sys.executable).parent / "ansible-playbook"), "-i",
-                        str(REPO / "inventories" / "mock"), str(REPO / "molecule" / "mock_host" / "run-baseline.yml")],
-                       cwd=str(REPO), env=env, check=True, capture_output=True)
+        # The units of every variant, then the baseline serving: where each killed run starts from.
+        for playbook in ("deploy-units.yml", "rollback.yml"):
+            subprocess.run([str(pathlib.Path(sys.executable).parent / "ansible-playbook"), "-i",
+                            str(REPO / "inventories" / "mock"), str(REPO / "playbooks" / playbook)],
+                           cwd=str(REPO), env=env, check=True, capture_output=True)
         for point in points:
             ran = killed_run(env, point)
             killed_state = node_state()
