@@ -133,10 +133,16 @@ class ActionModule(ActionBase):
 
     def _release(self, me):
         holder = self._node('read')['holder']
-        if self._play_context.check_mode or holder is None or holder.get('run_id') != me['run_id']:
-            # Another run's lock is never given back from here.
-            reason = ('no lock is held' if holder is None else 'held by ' + describe(holder)
-                      if holder.get('run_id') != me['run_id'] else 'check mode')
+        # Another run's lock is never given back from here.
+        if holder is None:
+            reason = 'no lock is held'
+        elif holder.get('run_id') != me['run_id']:
+            reason = 'held by ' + describe(holder)
+        elif self._play_context.check_mode:
+            reason = 'check mode'
+        else:
+            reason = None
+        if reason is not None:
             return {'changed': False, 'holder': holder, 'waited': 0.0, 'msg': f'Nothing to give back: {reason}.'}
         answer = self._node('remove', expected_run_id=me['run_id'])
         return {'changed': answer['done'], 'holder': answer['holder'], 'waited': 0.0,

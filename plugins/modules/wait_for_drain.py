@@ -119,7 +119,9 @@ def wait_for_drain(metrics_url, timeout, interval, progress_interval, check_mode
                    clock=time.monotonic, sleep=time.sleep):
     """Poll the gauges until nothing is in flight or the timeout passes; the monotonic clock bounds the wait."""
     started = clock()
-    first = read(metrics_url, max(1.0, min(5.0, timeout)))
+    # One reading may take a few seconds, never the whole budget.
+    read_timeout = max(1.0, min(5.0, timeout))
+    first = read(metrics_url, read_timeout)
     current = first
     progress = []
     next_progress = progress_interval
@@ -131,7 +133,7 @@ def wait_for_drain(metrics_url, timeout, interval, progress_interval, check_mode
             progress.append("%.0f s: %d running, %d waiting" % (elapsed, current[0], current[1]))
             next_progress += progress_interval
         sleep(min(interval, max(0.0, timeout - elapsed)))
-        current = read(metrics_url, max(1.0, min(5.0, timeout)))
+        current = read(metrics_url, read_timeout)
     elapsed = round(clock() - started, 1)
     running, waiting = current if current is not None else (0, 0)
     return {

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import json
+import random
 import re
 
 import pytest
@@ -91,8 +92,6 @@ def test_tool_call_requests_are_chat_requests_with_tools_and_fresh_facts():
 
 
 def test_padding_reaches_the_target_length_before_the_question():
-    import random
-
     request = {"prompt": "What changed on Monday?"}
     padded = padded_request(request, 8000, random.Random(1))
 
@@ -103,8 +102,6 @@ def test_padding_reaches_the_target_length_before_the_question():
 
 
 def test_padding_goes_into_the_first_user_message_and_leaves_long_requests_alone():
-    import random
-
     request = {"messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"},
                             {"role": "assistant", "content": "Hello"}, {"role": "user", "content": "Sum it up."}]}
     padded = padded_request(request, 3000, random.Random(2))
