@@ -47,6 +47,9 @@ GPU_CONFIG = {
     "idle_used_mib": 1,
     "uuid_prefix": "5e7c0d1a-mock",
     "driver_version": "580.95.05",
+    # A real driver frees an exited process's memory a few seconds later; the switch must wait for the
+    # memory, not only for the process list to empty.
+    "release_seconds": 5,
 }
 TOOLS_REQUIREMENTS = ["torch==2.13.0", "transformers>=5.16.1,<5.20", "tokenizers", "safetensors"]
 

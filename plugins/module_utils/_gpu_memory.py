@@ -169,16 +169,36 @@ def open_reader(run_command, nvidia_smi):
     raise GpuQueryError("cannot read GPU memory: %s" % "; ".join(reasons))
 
 
+def orphaned_holders(processes, orphan_units, killed_units=()):
+    """The holders that run in one of orphan_units (units that should run no process by now), by unit.
+
+    A unit already killed once is left out: a process that outlives SIGKILL is stuck in the driver, and
+    the wait's timeout names it instead of killing again.
+    """
+    orphans = {}
+    for process in processes:
+        unit = process.get("unit")
+        if unit and unit in orphan_units and unit not in killed_units:
+            orphans.setdefault(unit, []).append(process)
+    return orphans
+
+
 class GpuMemoryWait:
     """Poll until the chosen GPUs use at most a given amount of memory (and host no process)."""
 
-    def __init__(self, reader, gpus=None, max_used_mib=1024, require_no_processes=True):
+    def __init__(self, reader, gpus=None, max_used_mib=1024, require_no_processes=True, orphan_units=(),
+                 kill_unit=None):
         self.reader = reader
         self.wanted = None if gpus is None else sorted(set(gpus))
         self.max_used_mib = max_used_mib
         self.require_no_processes = require_no_processes
+        self.orphan_units = list(orphan_units)
+        # kill_unit(unit) -> error text or None; None as a whole means orphans are only reported.
+        self.kill_unit = kill_unit
         self.attempts = 0
         self.warnings = []
+        self.unknown_reported = False
+        self.orphans = []
 
     def observe(self):
         """Read once; return (gpus, processes) limited to the chosen GPUs."""
@@ -191,8 +211,9 @@ class GpuMemoryWait:
                     ", ".join(str(index) for index in missing), _index_list(present) or "none"))
             gpus = [gpu for gpu in gpus if gpu["index"] in self.wanted]
         chosen = set(gpu["index"] for gpu in gpus)
-        held = [dict(process, unit=_systemd_unit.unit_of_pid(process["pid"])) for process in processes
-                if process["gpu_index"] in chosen]
+        held = [dict(process, unit=_systemd_unit.unit_of_pid(process["pid"]),
+                     command=_systemd_unit.command_of_pid(process["pid"]))
+                for process in processes if process["gpu_index"] in chosen]
         return ([dict((key, gpu[key]) for key in ("index", "name", "memory_used_mib", "memory_total_mib"))
                  for gpu in gpus], held)
 
@@ -207,21 +228,52 @@ class GpuMemoryWait:
             reasons.extend(describe_holders(processes))
         return reasons
 
+    def kill_orphans(self, processes, check_only):
+        """Kill (or, in check mode, only report) the units of orphaned holders; one warning per unit."""
+        acting = not check_only and self.kill_unit is not None
+        killed_units = set(orphan["unit"] for orphan in self.orphans)
+        for unit, holders in sorted(orphaned_holders(processes, self.orphan_units, killed_units).items()):
+            error = self.kill_unit(unit) if acting else None
+            self.orphans.extend(dict(holder, killed=acting and not error) for holder in holders)
+            what = "; ".join(describe_holders(holders))
+            if not acting:
+                self.warnings.append("orphaned in %s, which should run no process: %s" % (unit, what))
+            elif error:
+                self.warnings.append("could not kill the orphans of %s (%s): %s" % (unit, error, what))
+            else:
+                self.warnings.append("killed the orphans of %s, which should run no process, with SIGKILL: %s"
+                                     % (unit, what))
+
     def run(self, deadline, backoff, check_only=False):
         """Wait; return the result dict of the module, with failed=True when the GPUs stayed busy."""
+        processes_gone_at = None
         while True:
             self.attempts += 1
             gpus, processes = self.observe()
+            if self.orphan_units:
+                self.kill_orphans(processes, check_only)
             reasons = self.blockers(gpus, processes)
             unknown = [gpu["index"] for gpu in gpus if gpu["memory_used_mib"] is None]
+            elapsed = round(deadline.elapsed(), 3)
+            if processes:
+                processes_gone_at = None
+            elif processes_gone_at is None:
+                processes_gone_at = elapsed
             result = {"gpus": gpus, "processes": processes, "source": self.reader.source, "free": not reasons,
-                      "attempts": self.attempts, "elapsed": round(deadline.elapsed(), 3), "failed": False}
-            if unknown and not self.warnings:
+                      "attempts": self.attempts, "elapsed": elapsed, "failed": False,
+                      "orphans": self.orphans,
+                      "memory_release_seconds": round(elapsed - processes_gone_at, 3)
+                      if processes_gone_at is not None and not reasons else None}
+            if unknown and not self.unknown_reported:
+                self.unknown_reported = True
                 self.warnings.append("GPU %s does not report memory use; only its process list was checked"
                                      % _index_list(unknown))
             if not reasons:
                 result["msg"] = "GPU %s free after %.1f s" % (_index_list([gpu["index"] for gpu in gpus]),
                                                               result["elapsed"])
+                killed = [orphan for orphan in self.orphans if orphan["killed"]]
+                if killed:
+                    result["msg"] += ", once the orphans were killed: " + "; ".join(describe_holders(killed, "held"))
                 return result
             if check_only:
                 result["msg"] = "GPU memory is in use: " + "; ".join(reasons)
@@ -234,8 +286,8 @@ class GpuMemoryWait:
             deadline.sleep(backoff.next())
 
 
-def describe_holders(processes):
-    """One phrase per PID: its name, its systemd unit and where it holds memory."""
+def describe_holders(processes, verb="holds"):
+    """One phrase per PID: its command line (or name), its systemd unit and where it holds memory."""
     by_pid = {}
     for process in processes:
         by_pid.setdefault(process["pid"], []).append(process)
@@ -247,7 +299,8 @@ def describe_holders(processes):
         gpus = _index_list(sorted(entry["gpu_index"] for entry in entries))
         known = [entry["used_memory_mib"] for entry in entries if entry["used_memory_mib"] is not None]
         amount = " (%d MiB)" % sum(known) if known else ""
-        phrases.append("PID %d (%s, %s) holds GPU %s%s" % (pid, first["name"] or "unknown process", unit, gpus, amount))
+        command = first.get("command") or first["name"] or "unknown process"
+        phrases.append("PID %d (%s, %s) %s GPU %s%s" % (pid, command, unit, verb, gpus, amount))
     return phrases
 
 

@@ -329,6 +329,20 @@ def unit_of_pid(pid):
         return None
 
 
+def command_of_pid(pid, limit=200):
+    """Return a process's command line as one line (cut to limit characters), or None when it has gone."""
+    try:
+        with open("%s/%d/cmdline" % (PROC_ROOT, int(pid)), "rb") as handle:
+            raw = handle.read()
+    except (OSError, ValueError):
+        return None
+    words = [word.decode("utf-8", "replace") for word in raw.split(b"\0") if word]
+    if not words:
+        return None
+    command = " ".join(words)
+    return command if len(command) <= limit else command[:limit - 3] + "..."
+
+
 def monotonic_to_epoch(monotonic_seconds):
     """Place a CLOCK_MONOTONIC reading (as systemd reports them) on the wall clock."""
     return time.time() - (time.monotonic() - monotonic_seconds)

@@ -17,8 +17,10 @@ description:
   - Reads GPU memory through NVML when the C(pynvml) Python module (from C(nvidia-ml-py)) imports
     and initialises on the managed host, else through C(nvidia-smi --query-gpu) and
     C(nvidia-smi --query-compute-apps).
-  - Each process still holding memory is reported with the systemd unit it runs in, read from
-    C(/proc/<pid>/cgroup), so a timeout names what to stop.
+  - Each process still holding memory is reported with its command line and the systemd unit it runs
+    in, read from C(/proc/<pid>), so a timeout names what to stop.
+  - A real driver frees an exited process's memory some seconds after the exit; the wait goes on until
+    the memory itself is free, and returns how long that took.
 author:
   - llmops.vllm maintainers (!UNKNOWN)
 extends_documentation_fragment:
@@ -61,12 +63,26 @@ options:
       - Longest pause in seconds between two checks. Checks start faster and back off to this.
     type: float
     default: 1.0
+  kill_orphans_in:
+    description:
+      - systemd units that should run no process by now, such as the stopped units of an inference
+        server. A process of one of them that still holds GPU memory is an orphan, for example an
+        engine process left behind when its API server was killed with SIGKILL (vLLM issue 55510).
+      - The module kills every process of such a unit with C(systemctl kill --signal=SIGKILL), then
+        stops the unit without waiting (C(systemctl stop --no-block)), so that C(Restart=) does not
+        bring it back, and waits on. Each unit is killed at most once; a process that outlives
+        SIGKILL is named when the wait times out.
+      - Processes of any other unit, or of none, are never touched.
+      - In check mode the orphans are reported, not killed.
+    type: list
+    elements: str
+    default: []
 requirements:
   - The NVIDIA driver with C(nvidia-smi), or the C(pynvml) Python module, on the managed host.
 seealso:
   - module: llmops.vllm.wait_for_openai_endpoint
 notes:
-  - The module never stops processes; stop their units first, then wait.
+  - Apart from O(kill_orphans_in), the module never stops processes; stop their units first, then wait.
 """
 
 EXAMPLES = r"""
@@ -80,6 +96,14 @@ EXAMPLES = r"""
     gpus: [0, 1, 2, 3]
     max_used_mib: 2048
     require_no_processes: false
+
+- name: Wait after stopping a server, killing what its stopped units left holding the GPUs
+  llmops.vllm.wait_for_gpu_memory:
+    timeout: 300
+    kill_orphans_in:
+      - vllm-kimi-k2.5-baseline.service
+      - vllm-kimi-k2.5-ngram.service
+  register: gpu_free
 
 - name: Show who holds GPU memory right now, without waiting
   llmops.vllm.wait_for_gpu_memory:
@@ -103,6 +127,44 @@ free:
   returned: always
   type: bool
   sample: true
+memory_release_seconds:
+  description:
+    - Seconds between the first check that found no compute process on the selected GPUs and the check
+      that found their memory free; how long the driver took to release the memory of exited processes.
+    - V(null) while the GPUs are not free.
+  returned: always
+  type: float
+  sample: 4.8
+orphans:
+  description: Processes of O(kill_orphans_in) units found holding GPU memory, one entry per process and GPU.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    pid:
+      description: Process ID on the managed host.
+      type: int
+      sample: 51877
+    command:
+      description: Its command line, cut to 200 characters.
+      type: str
+      sample: "VLLM::EngineCore"
+    unit:
+      description: The unit it ran in.
+      type: str
+      sample: vllm-kimi-k2.5-ngram.service
+    gpu_index:
+      description: Index of the GPU the entry is about.
+      type: int
+      sample: 0
+    used_memory_mib:
+      description: Memory it held on that GPU, in MiB; V(null) when not reported.
+      type: int
+      sample: 85210
+    killed:
+      description: Whether SIGKILL was sent to its unit (V(false) in check mode or when C(systemctl kill) failed).
+      type: bool
+      sample: true
 source:
   description: Where the readings came from.
   returned: always
@@ -157,6 +219,10 @@ processes:
       description: The systemd service or scope the process runs in; V(null) when it is in none or has gone.
       type: str
       sample: vllm-kimi-k2.5-baseline.service
+    command:
+      description: Its command line, cut to 200 characters; V(null) when it has gone or cannot be read.
+      type: str
+      sample: /opt/vllm/venv/bin/python3 /opt/vllm/venv/bin/vllm serve /srv/models/kimi-k2.5
 """
 
 from ansible.module_utils.basic import AnsibleModule
@@ -168,6 +234,17 @@ from ansible_collections.llmops.vllm.plugins.module_utils._gpu_memory import (
 )
 
 
+def unit_killer(module):
+    """SIGKILL every process of a unit, then stop it without waiting so that Restart= does not revive it."""
+    def kill(unit):
+        rc, out, err = module.run_command(["systemctl", "kill", "--signal=SIGKILL", unit])
+        if rc != 0:
+            return (err or out).strip() or "systemctl kill exited with %d" % rc
+        module.run_command(["systemctl", "stop", "--no-block", unit])
+        return None
+    return kill
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -176,12 +253,13 @@ def main():
             require_no_processes=dict(type="bool", default=True),
             timeout=dict(type="int", default=120),
             sleep=dict(type="float", default=1.0),
+            kill_orphans_in=dict(type="list", elements="str", default=[]),
         ),
         supports_check_mode=True,
     )
     params = module.params
     deadline = Deadline(params["timeout"])
-    result = dict(changed=False, failed=False, elapsed=0.0, attempts=0)
+    result = dict(changed=False, failed=False, elapsed=0.0, attempts=0, orphans=[], memory_release_seconds=None)
     if params["timeout"] < 0 or params["sleep"] <= 0 or params["max_used_mib"] < 0:
         result.update(failed=True, msg="timeout and max_used_mib must not be negative, sleep must be positive")
     elif params["gpus"] == []:
@@ -192,9 +270,11 @@ def main():
         try:
             reader = open_reader(module.run_command, module.get_bin_path("nvidia-smi"))
             wait = GpuMemoryWait(reader, gpus=params["gpus"], max_used_mib=params["max_used_mib"],
-                                 require_no_processes=params["require_no_processes"])
+                                 require_no_processes=params["require_no_processes"],
+                                 orphan_units=params["kill_orphans_in"], kill_unit=unit_killer(module))
             result.update(wait.run(deadline, Backoff(cap=params["sleep"], first=min(0.25, params["sleep"])),
                                    check_only=module.check_mode))
+            result["changed"] = any(orphan["killed"] for orphan in result["orphans"])
             for warning in wait.warnings:
                 module.warn(warning)
         except GpuQueryError as exc:

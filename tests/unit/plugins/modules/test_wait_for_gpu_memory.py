@@ -26,12 +26,19 @@ def recorded(name):
 class FakeNvidiaSmi:
     """Answers the two queries from recorded outputs; each reading can differ (a GPU freeing up)."""
 
-    def __init__(self, *readings):
+    def __init__(self, *readings, systemctl_rc=0, systemctl_err=""):
         self.readings = list(readings)
         self.commands = []
+        self.systemctl_rc = systemctl_rc
+        self.systemctl_err = systemctl_err
+
+    def systemctl_calls(self):
+        return [command for command in self.commands if command[0] == "systemctl"]
 
     def run_command(self, argv):
         self.commands.append(list(argv))
+        if argv[0] == "systemctl":
+            return self.systemctl_rc, "", self.systemctl_err
         assert argv[0] == NVIDIA_SMI and argv[2] == "--format=csv,noheader,nounits"
         current = self.readings[0]
         if argv[1] == "--query-gpu=index,uuid,name,memory.used,memory.total":
@@ -61,6 +68,8 @@ def proc(monkeypatch, tmp_path):
     for pid, text in cgroups.items():
         os.makedirs(tmp_path / str(pid))
         (tmp_path / str(pid) / "cgroup").write_text(text, encoding="utf-8")
+    (tmp_path / "48211" / "cmdline").write_bytes(b"VLLM::Worker_TP0\0")
+    (tmp_path / "50102" / "cmdline").write_bytes(b"/opt/vllm/venv/bin/python3\0-m\0vllm.v1.engine.core\0")
     monkeypatch.setattr(_systemd_unit, "PROC_ROOT", str(tmp_path))
     return tmp_path
 
@@ -77,6 +86,8 @@ def run(monkeypatch, check_mode=False, **args):
 
 
 IDLE = {"gpus": "query-gpu-8x-idle.csv", "apps": "query-apps-empty.csv"}
+# The processes have exited and the driver has not released their memory yet.
+RELEASING = {"gpus": "query-gpu-8x-loaded.csv", "apps": "query-apps-empty.csv"}
 LOADED = {"gpus": "query-gpu-8x-loaded.csv", "apps": "query-apps-vllm-tp8.csv"}
 STRAY = {"gpus": "query-gpu-stray.csv", "apps": "query-apps-stray-na.csv"}
 
@@ -128,7 +139,8 @@ def test_timeout_names_every_holder_with_its_unit(monkeypatch, clock, proc):
     # No cgroup file: the process is gone or in no unit.
     assert "PID 48212 (VLLM::Worker_TP1, no systemd unit) holds GPU 1 (91236 MiB)" in result["msg"]
     assert result["processes"][0] == {"pid": 48211, "name": "VLLM::Worker_TP0", "gpu_index": 0,
-                                      "used_memory_mib": 91236, "unit": "vllm-kimi-k2.5-baseline.service"}
+                                      "used_memory_mib": 91236, "unit": "vllm-kimi-k2.5-baseline.service",
+                                      "command": "VLLM::Worker_TP0"}
     assert len(result["processes"]) == 8
 
 
@@ -140,9 +152,116 @@ def test_a_stray_without_reported_memory_still_blocks(monkeypatch, clock, proc):
 
     assert failed
     assert result["msg"] == ("GPU memory still in use after 0.0 s (1 checks): "
-                             "PID 50102 (VLLM::Worker_TP3, session-4.scope) holds GPU 3")
+                             "PID 50102 (/opt/vllm/venv/bin/python3 -m vllm.v1.engine.core, session-4.scope) holds GPU 3")
     assert result["processes"] == [{"pid": 50102, "name": "VLLM::Worker_TP3", "gpu_index": 3,
-                                    "used_memory_mib": None, "unit": "session-4.scope"}]
+                                    "used_memory_mib": None, "unit": "session-4.scope",
+                                    "command": "/opt/vllm/venv/bin/python3 -m vllm.v1.engine.core"}]
+
+
+def test_memory_released_after_the_processes_exit_is_waited_for_and_timed(monkeypatch, clock, proc):
+    smi = FakeNvidiaSmi(LOADED, RELEASING, RELEASING, RELEASING, IDLE)
+    use(monkeypatch, smi)
+
+    failed, result = run(monkeypatch, timeout=60, sleep=2)
+
+    assert not failed
+    assert result["attempts"] == 5
+    # Found without processes at 0.25 s (after the first pause), free at 3.75 s.
+    assert clock.sleeps == [0.25, 0.5, 1.0, 2.0]
+    assert result["memory_release_seconds"] == 3.5
+
+
+def test_memory_release_is_null_while_the_gpus_stay_busy(monkeypatch, clock, proc):
+    smi = FakeNvidiaSmi(RELEASING)
+    use(monkeypatch, smi)
+
+    failed, result = run(monkeypatch, timeout=0)
+
+    assert failed
+    assert result["memory_release_seconds"] is None
+    assert result["processes"] == []
+    assert result["msg"].startswith("GPU memory still in use after 0.0 s (1 checks): GPU 0 uses 91254 MiB")
+
+
+def collect_warnings(monkeypatch):
+    warnings = []
+    monkeypatch.setattr(basic.AnsibleModule, "warn", lambda self, text: warnings.append(text))
+    return warnings
+
+
+def test_orphans_of_the_listed_units_are_killed_once_and_the_wait_goes_on(monkeypatch, clock, proc):
+    smi = FakeNvidiaSmi(LOADED, LOADED, RELEASING, IDLE)
+    use(monkeypatch, smi)
+    warnings = collect_warnings(monkeypatch)
+
+    failed, result = run(monkeypatch, timeout=60, kill_orphans_in=["vllm-kimi-k2.5-baseline.service",
+                                                                     "vllm-kimi-k2.5-ngram.service"])
+
+    assert not failed
+    assert result["changed"] is True
+    # Killed at the first check only; the stop cancels Restart= without waiting for the unit.
+    assert smi.systemctl_calls() == [["systemctl", "kill", "--signal=SIGKILL", "vllm-kimi-k2.5-baseline.service"],
+                                     ["systemctl", "stop", "--no-block", "vllm-kimi-k2.5-baseline.service"]]
+    assert [(orphan["pid"], orphan["gpu_index"], orphan["killed"]) for orphan in result["orphans"]] == [
+        (48211, 0, True), (48218, 7, True)]
+    assert result["orphans"][0]["command"] == "VLLM::Worker_TP0"
+    assert result["msg"] == ("GPU 0,1,2,3,4,5,6,7 free after 1.8 s, once the orphans were killed: "
+                             "PID 48211 (VLLM::Worker_TP0, vllm-kimi-k2.5-baseline.service) held GPU 0 (91236 MiB); "
+                             "PID 48218 (VLLM::Worker_TP7, vllm-kimi-k2.5-baseline.service) held GPU 7 (91236 MiB)")
+    assert warnings == ["killed the orphans of vllm-kimi-k2.5-baseline.service, which should run no process, with "
+                        "SIGKILL: PID 48211 (VLLM::Worker_TP0, vllm-kimi-k2.5-baseline.service) holds GPU 0 (91236 MiB); "
+                        "PID 48218 (VLLM::Worker_TP7, vllm-kimi-k2.5-baseline.service) holds GPU 7 (91236 MiB)"]
+
+
+def test_a_holder_outside_the_listed_units_is_never_killed(monkeypatch, clock, proc):
+    smi = FakeNvidiaSmi(STRAY)
+    use(monkeypatch, smi)
+
+    failed, result = run(monkeypatch, gpus=[3], timeout=5, kill_orphans_in=["vllm-kimi-k2.5-baseline.service"])
+
+    assert failed
+    assert smi.systemctl_calls() == []
+    assert result["orphans"] == [] and result["changed"] is False
+    assert "PID 50102 (/opt/vllm/venv/bin/python3 -m vllm.v1.engine.core, session-4.scope) holds GPU 3" in result["msg"]
+
+
+def test_check_mode_reports_orphans_without_killing_them(monkeypatch, clock, proc):
+    smi = FakeNvidiaSmi(LOADED)
+    use(monkeypatch, smi)
+    warnings = collect_warnings(monkeypatch)
+
+    failed, result = run(monkeypatch, check_mode=True, kill_orphans_in=["vllm-kimi-k2.5-baseline.service"])
+
+    assert not failed and result["changed"] is False
+    assert smi.systemctl_calls() == []
+    assert [orphan["killed"] for orphan in result["orphans"]] == [False, False]
+    assert warnings[0].startswith("orphaned in vllm-kimi-k2.5-baseline.service, which should run no process: PID 48211")
+
+
+def test_a_failed_kill_is_reported_and_the_timeout_names_the_orphan(monkeypatch, clock, proc):
+    smi = FakeNvidiaSmi(LOADED, systemctl_rc=1, systemctl_err="Failed to kill unit: Access denied")
+    use(monkeypatch, smi)
+    warnings = collect_warnings(monkeypatch)
+
+    failed, result = run(monkeypatch, timeout=10, kill_orphans_in=["vllm-kimi-k2.5-baseline.service"])
+
+    assert failed
+    # One kill per unit, no stop after a kill that failed.
+    assert smi.systemctl_calls() == [["systemctl", "kill", "--signal=SIGKILL", "vllm-kimi-k2.5-baseline.service"]]
+    assert warnings[0].startswith("could not kill the orphans of vllm-kimi-k2.5-baseline.service "
+                                  "(Failed to kill unit: Access denied): PID 48211")
+    assert "PID 48211 (VLLM::Worker_TP0, vllm-kimi-k2.5-baseline.service) holds GPU 0" in result["msg"]
+
+
+def test_orphaned_holders_groups_by_unit_and_skips_units_already_killed():
+    processes = [{"pid": 1, "unit": "a.service"}, {"pid": 2, "unit": "b.service"}, {"pid": 3, "unit": None},
+                 {"pid": 4, "unit": "a.service"}, {"pid": 5, "unit": "c.scope"}]
+
+    assert _gpu_memory.orphaned_holders(processes, ["a.service", "b.service"]) == {
+        "a.service": [processes[0], processes[3]], "b.service": [processes[1]]}
+    assert _gpu_memory.orphaned_holders(processes, ["a.service", "b.service"], killed_units={"a.service"}) == {
+        "b.service": [processes[1]]}
+    assert _gpu_memory.orphaned_holders(processes, []) == {}
 
 
 def test_only_the_selected_gpus_count(monkeypatch, clock, proc):
@@ -332,8 +451,8 @@ def test_nvml_is_preferred_and_its_bytes_become_mib(monkeypatch, clock, proc):
     ]
     assert result["processes"] == [
         {"pid": 48211, "name": "VLLM::Worker_TP0", "gpu_index": 0, "used_memory_mib": 76800,
-         "unit": "vllm-kimi-k2.5-baseline.service"},
-        {"pid": 48299, "name": None, "gpu_index": 0, "used_memory_mib": None, "unit": None},
+         "unit": "vllm-kimi-k2.5-baseline.service", "command": "VLLM::Worker_TP0"},
+        {"pid": 48299, "name": None, "gpu_index": 0, "used_memory_mib": None, "unit": None, "command": None},
     ]
     assert "PID 48299 (unknown process, no systemd unit) holds GPU 0" in result["msg"]
 
