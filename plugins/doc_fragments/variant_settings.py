@@ -98,4 +98,16 @@ options:
       - Seconds systemd waits for a stopping unit, C(vllm_stop_timeout_seconds). A C(shutdown_timeout) serve arg (vLLM's
         drain after SIGTERM) must be shorter.
     type: int
+  system_call_filter:
+    description:
+      - The units' C(SystemCallFilter=) entries, C(vllm_system_call_filter). Each must be a system call name or an
+        V(@group), optionally after V(~).
+    type: list
+    elements: str
+  device_allow:
+    description:
+      - The units' C(DeviceAllow=) entries, C(vllm_device_allow). Each must be a C(/dev) path, V(char-NAME) or
+        V(block-NAME), optionally followed by a space and access letters (V(r), V(w), V(m)).
+    type: list
+    elements: str
 """

@@ -21,6 +21,8 @@ description:
     any other bind address is used as it is.
   - When O(controller_host) is the node itself, the client runs on the node, as with O(client=node).
   - IPv6 literals are bracketed in the URL.
+  - The URL is C(https) when O(tls) is set. An API key never goes to a plain C(http) URL across a
+    network, see O(sends_api_key).
   - The llmops.vllm.vllm_switch role and the C(llmops.vllm.benchmark) playbook compute their URLs
     with this filter; the role's readiness wait, which runs on the node, uses O(client=node).
 options:
@@ -58,6 +60,17 @@ options:
       - The host that runs a controller-side client, C(vllm_switch_benchmark_host).
     type: str
     default: localhost
+  tls:
+    description:
+      - Whether the server serves C(https), as vLLM does with C(--ssl-certfile) and C(--ssl-keyfile).
+    type: bool
+    default: false
+  sends_api_key:
+    description:
+      - Whether the client sends an API key. Over plain C(http) the filter then fails unless the client
+        runs on the node (or the controller is the node), so that the key never crosses a network in clear.
+    type: bool
+    default: false
 seealso:
   - module: llmops.vllm.openai_benchmark
   - module: llmops.vllm.wait_for_openai_endpoint
@@ -97,7 +110,7 @@ _value:
     base_url:
       description: The server root, without C(/v1), as the client reaches it.
       type: str
-      sample: http://gpu-node-01.example.invalid:8000
+      sample: https://gpu-node-01.example.invalid:8000
     delegate_to:
       description: The host to delegate the client's tasks to, O(controller_host) or O(node).
       type: str
@@ -118,10 +131,11 @@ from ansible_collections.llmops.vllm.plugins.plugin_utils._benchmark_client impo
 
 
 def benchmark_base_url(bind_address, port, node, node_address=None, client=CONTROLLER, connection=None,
-                       controller_host='localhost'):
+                       controller_host='localhost', tls=False, sends_api_key=False):
     try:
         return benchmark_endpoint(bind_address, port, node, node_address=node_address, client=client,
-                                  connection=connection, controller_host=controller_host)
+                                  connection=connection, controller_host=controller_host, tls=bool(tls),
+                                  sends_api_key=bool(sends_api_key))
     except BenchmarkClientError as error:
         raise AnsibleFilterError(f'benchmark_base_url: {error}') from error
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import http.client
 import json
 import socket
-import ssl
 import time
 import urllib.error
 import urllib.request
@@ -117,17 +116,14 @@ class Observation:
 class EndpointProbe:
     """Talk to one server with the standard library only (modules run on managed hosts)."""
 
-    def __init__(self, base_url, api_key=None, validate_certs=True):
+    def __init__(self, base_url, api_key=None, ssl_context=None):
         self.root = api_root(base_url)
         self.has_api_key = bool(api_key)
         # The server is normally on the managed host itself: a proxy from the login environment
         # would only stand between the probe and the truth.
         handlers = [urllib.request.ProxyHandler({})]
-        if not validate_certs:
-            context = ssl.create_default_context()
-            context.check_hostname = False
-            context.verify_mode = ssl.CERT_NONE
-            handlers.append(urllib.request.HTTPSHandler(context=context))
+        if ssl_context is not None:
+            handlers.append(urllib.request.HTTPSHandler(context=ssl_context))
         self._opener = urllib.request.build_opener(*handlers)
         self._headers = {"Accept": "application/json"}
         if api_key:

@@ -106,21 +106,23 @@ class LoadRun:
         self.duration = duration
 
 
-def _http_connection(url, timeout):
+def _http_connection(url, timeout, ssl_context=None):
     """An unopened connection to the host of ``url``, and the URL's parts."""
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ValueError("%r is not an http:// or https:// URL" % url)
-    connection_class = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
-    return connection_class(parts.hostname, parts.port, timeout=timeout), parts
+    if parts.scheme == "https":
+        return http.client.HTTPSConnection(parts.hostname, parts.port, timeout=timeout, context=ssl_context), parts
+    return http.client.HTTPConnection(parts.hostname, parts.port, timeout=timeout), parts
 
 
 class OpenAITarget:
     """The endpoint that requests go to, resolved once so each request only sends bytes."""
 
-    def __init__(self, base_url, endpoint, api_key, timeout):
+    def __init__(self, base_url, endpoint, api_key, timeout, ssl_context=None):
         dummy, parts = _http_connection(base_url, timeout)
         self.url = base_url
+        self.ssl_context = ssl_context
         self.path = parts.path.rstrip("/") + ENDPOINT_PATHS[endpoint]
         self.timeout = timeout
         self.headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
@@ -128,7 +130,7 @@ class OpenAITarget:
             self.headers["Authorization"] = "Bearer %s" % api_key
 
     def connection(self):
-        return _http_connection(self.url, self.timeout)[0]
+        return _http_connection(self.url, self.timeout, self.ssl_context)[0]
 
 
 def request_body(endpoint, model, request, options):
@@ -434,9 +436,9 @@ def run_load(target, bodies, concurrency, offsets):
     return LoadRun(outcomes, duration)
 
 
-def fetch_text(url, timeout):
+def fetch_text(url, timeout, ssl_context=None):
     """GET a small text document such as /metrics; raises OSError, HTTPException or ValueError."""
-    connection, parts = _http_connection(url, timeout)
+    connection, parts = _http_connection(url, timeout, ssl_context)
     try:
         connection.request("GET", (parts.path or "/") + ("?" + parts.query if parts.query else ""))
         response = connection.getresponse()
@@ -448,9 +450,9 @@ def fetch_text(url, timeout):
     return body.decode("utf-8", "replace")
 
 
-def _scrape_spec_decode(metrics_url, timeout, level, warnings):
+def _scrape_spec_decode(metrics_url, timeout, level, warnings, ssl_context=None):
     try:
-        return spec_decode_totals(parse_samples(fetch_text(metrics_url, timeout)))
+        return spec_decode_totals(parse_samples(fetch_text(metrics_url, timeout, ssl_context)))
     except (OSError, http.client.HTTPException, ValueError) as exc:
         warnings.append(
             "Could not read %s (%s: %s); spec-decode acceptance is not reported for concurrency %d."
@@ -465,7 +467,8 @@ def run_benchmark(options):
     ``options`` holds the module's options (``metrics_url`` and ``burstiness`` resolved). Returns
     the per-level results and warnings; raises BenchmarkAborted when every warm-up request failed.
     """
-    target = OpenAITarget(options["base_url"], options["endpoint"], options["api_key"], options["timeout"])
+    ssl_context = options.get("ssl_context")
+    target = OpenAITarget(options["base_url"], options["endpoint"], options["api_key"], options["timeout"], ssl_context)
     levels = options["concurrency"]
     num_prompts = options["num_prompts"]
     warmup_count = options["warmup_requests"]
@@ -494,7 +497,7 @@ def run_benchmark(options):
     results = []
     warnings = []
     for level in levels:
-        before = _scrape_spec_decode(options["metrics_url"], options["timeout"], level, warnings)
+        before = _scrape_spec_decode(options["metrics_url"], options["timeout"], level, warnings, ssl_context)
         runs = [
             run_load(target, [next(pending_bodies) for dummy in range(num_prompts)], level, offsets)
             for dummy in range(options["repeats"])
@@ -502,7 +505,7 @@ def run_benchmark(options):
         result = summarize_level(level, runs)
         result["prompt_set_sha256"] = prompt_sha256
         if before is not None:
-            after = _scrape_spec_decode(options["metrics_url"], options["timeout"], level, warnings)
+            after = _scrape_spec_decode(options["metrics_url"], options["timeout"], level, warnings, ssl_context)
             result.update(spec_decode_delta(before, after))
         results.append(result)
     return results, warnings

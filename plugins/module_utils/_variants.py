@@ -437,12 +437,38 @@ def account_problems(user, group, supplementary_groups):
     return problems
 
 
+# What systemd's SystemCallFilter= and DeviceAllow= take, one entry each: nothing that could end the line.
+SYSTEM_CALL_ENTRY = re.compile(r"~?@?[a-z0-9_-]+\Z")
+DEVICE_ALLOW_ENTRY = re.compile(r"(/dev/[A-Za-z0-9._/-]+|(char|block)-[A-Za-z0-9_*.-]+)( [rwm]{1,3})?\Z")
+
+
+def sandbox_problems(system_call_filter, device_allow):
+    """What is wrong with the entries that reach SystemCallFilter= and DeviceAllow=."""
+    problems = []
+    for variable, entries, pattern, rule in (
+            ("vllm_system_call_filter", system_call_filter, SYSTEM_CALL_ENTRY,
+             "a system call or @group, optionally after ~"),
+            ("vllm_device_allow", device_allow, DEVICE_ALLOW_ENTRY,
+             "a /dev path, char-NAME or block-NAME, optionally followed by a space and r, w, m")):
+        if entries is None:
+            continue
+        if not isinstance(entries, (list, tuple)):
+            problems.append("%s: must be a list, got %s" % (variable, plain_type_name(entries)))
+            continue
+        for index, entry in enumerate(entries):
+            if not isinstance(entry, str) or not pattern.match(entry):
+                problems.append("%s[%d]: %r must be %s" % (variable, index, entry, rule))
+    return problems
+
+
 def resolve_variants(variants, model, serve_args=None, environment=None, baseline=DEFAULT_BASELINE,
                      host="127.0.0.1", port=8000, gpu_count=1, venv="/opt/vllm/venv", version=None,
                      config_dir="/etc/vllm", state_dir="/var/lib/vllm", secret_environment_names=(), user=None,
-                     group=None, supplementary_groups=None, stop_timeout=None):
+                     group=None, supplementary_groups=None, stop_timeout=None, system_call_filter=None,
+                     device_allow=None):
     """Return variant name -> resolved spec for every variant and the baseline, or raise VariantError."""
-    problems = account_problems(user, group, supplementary_groups)
+    problems = account_problems(user, group, supplementary_groups) + sandbox_problems(system_call_filter,
+                                                                                      device_allow)
     settings = _Settings(problems, model, serve_args, environment, baseline, host, port, gpu_count, venv, version,
                          config_dir, state_dir)
     # Only the names come this way, so no message can ever show a secret value.

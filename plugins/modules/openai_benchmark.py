@@ -27,6 +27,7 @@ author:
   - llmops.vllm maintainers (!UNKNOWN)
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
+  - llmops.vllm.tls_client
 attributes:
   check_mode:
     support: full
@@ -467,6 +468,7 @@ from ansible_collections.llmops.vllm.plugins.module_utils._load_generation impor
     BenchmarkAborted,
     run_benchmark,
 )
+from ansible_collections.llmops.vllm.plugins.module_utils._tls import client_context
 
 
 def _option_problems(params):
@@ -520,6 +522,8 @@ def main():
             timeout=dict(type="float", default=600),
             metrics_url=dict(type="str"),
             labels=dict(type="dict", default={}),
+            validate_certs=dict(type="bool", default=True),
+            ca_path=dict(type="path"),
         ),
         required_by=dict(burstiness="request_rate"),
         supports_check_mode=True,
@@ -528,7 +532,9 @@ def main():
     params["base_url"] = params["base_url"].rstrip("/")
     params["metrics_url"] = params["metrics_url"] or params["base_url"] + "/metrics"
     params["burstiness"] = params["burstiness"] or 1.0
-    options = {key: value for key, value in params.items() if key not in ("api_key", "labels")}
+    # How the client trusts the server is not part of what was measured.
+    options = {key: value for key, value in params.items()
+               if key not in ("api_key", "labels", "validate_certs", "ca_path")}
     result = dict(changed=False, labels=params["labels"], options=options, results=[])
 
     failure = None
@@ -539,6 +545,7 @@ def main():
         result["msg"] = "Check mode: no request was sent."
     else:
         try:
+            params["ssl_context"] = client_context(params["validate_certs"], params["ca_path"])
             result["results"], warnings = run_benchmark(params)
         except BenchmarkAborted as exc:
             failure = str(exc)

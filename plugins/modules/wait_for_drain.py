@@ -21,6 +21,7 @@ author:
   - llmops.vllm maintainers (!UNKNOWN)
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
+  - llmops.vllm.tls_client
 attributes:
   check_mode:
     support: full
@@ -98,19 +99,27 @@ progress:
   elements: str
 """
 
+import functools
 import http.client
+import ssl
 import time
 
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.llmops.vllm.plugins.module_utils._load_generation import fetch_text
 from ansible_collections.llmops.vllm.plugins.module_utils._prometheus_text import parse_samples, requests_in_flight
+from ansible_collections.llmops.vllm.plugins.module_utils._tls import client_context
 
 
-def read_in_flight(metrics_url, timeout):
-    """(running, waiting), or None when the server does not answer or exports no such gauges."""
+def read_in_flight(metrics_url, timeout, ssl_context=None):
+    """(running, waiting), or None when the server does not answer or exports no such gauges.
+
+    A TLS failure is raised: read as "nothing in flight", it would let the stop cut requests off.
+    """
     try:
-        return requests_in_flight(parse_samples(fetch_text(metrics_url, timeout)))
+        return requests_in_flight(parse_samples(fetch_text(metrics_url, timeout, ssl_context)))
+    except ssl.SSLError:
+        raise
     except (OSError, http.client.HTTPException, ValueError):
         return None
 
@@ -167,6 +176,8 @@ def main():
             timeout=dict(type="float", default=120),
             interval=dict(type="float", default=1),
             progress_interval=dict(type="float", default=30),
+            validate_certs=dict(type="bool", default=True),
+            ca_path=dict(type="path"),
         ),
         supports_check_mode=True,
     )
@@ -174,8 +185,13 @@ def main():
     for name in ("timeout", "interval"):
         if not params[name] > 0:
             module.fail_json(msg="%s must be a positive number of seconds, got %s" % (name, params[name]))
-    result = wait_for_drain(params["metrics_url"], params["timeout"], params["interval"], params["progress_interval"],
-                            check_mode=module.check_mode)
+    read = functools.partial(read_in_flight, ssl_context=client_context(params["validate_certs"], params["ca_path"]))
+    try:
+        result = wait_for_drain(params["metrics_url"], params["timeout"], params["interval"], params["progress_interval"],
+                                check_mode=module.check_mode, read=read)
+    except ssl.SSLError as exc:
+        module.fail_json(msg="Cannot read %s over TLS, so the requests in flight are unknown: %s (see validate_certs "
+                             "and ca_path)" % (params["metrics_url"], exc))
     result["msg"] = message(result, module.check_mode)
     if result["timed_out"]:
         module.warn(result["msg"])

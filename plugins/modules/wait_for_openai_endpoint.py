@@ -37,6 +37,7 @@ author:
   - llmops.vllm maintainers (!UNKNOWN)
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
+  - llmops.vllm.tls_client
 attributes:
   check_mode:
     support: full
@@ -82,11 +83,6 @@ options:
       - Once the model is listed, also require a one-token completion (C(/v1/completions), C(max_tokens=1)) to succeed.
     type: bool
     default: false
-  validate_certs:
-    description:
-      - Verify the server's TLS certificate when O(base_url) uses C(https).
-    type: bool
-    default: true
   progress_interval:
     description:
       - When above V(0), return after this many seconds with RV(ready=false) and a progress message
@@ -296,6 +292,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.llmops.vllm.plugins.module_utils._deadline import StaleToken
 from ansible_collections.llmops.vllm.plugins.module_utils._endpoint_probe import EndpointProbe, ReadinessWait
 from ansible_collections.llmops.vllm.plugins.module_utils._systemd_unit import SystemdUnit, UnitQueryError
+from ansible_collections.llmops.vllm.plugins.module_utils._tls import client_context
 
 
 def main():
@@ -309,6 +306,7 @@ def main():
             unit=dict(type="str"),
             smoke_test=dict(type="bool", default=False),
             validate_certs=dict(type="bool", default=True),
+            ca_path=dict(type="path"),
             progress_interval=dict(type="int", default=0),
             resume=dict(type="dict"),
         ),
@@ -325,7 +323,8 @@ def main():
         unit = None
         if params["unit"]:
             unit = SystemdUnit(params["unit"], module.run_command, systemctl, module.get_bin_path("journalctl"))
-        probe = EndpointProbe(params["base_url"], api_key=params["api_key"], validate_certs=params["validate_certs"])
+        probe = EndpointProbe(params["base_url"], api_key=params["api_key"],
+                              ssl_context=client_context(params["validate_certs"], params["ca_path"]))
         try:
             wait = ReadinessWait(probe, params["timeout"], params["sleep"], model=params["model"],
                                  smoke_test=params["smoke_test"], unit=unit,

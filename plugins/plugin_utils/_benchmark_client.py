@@ -76,6 +76,8 @@ def benchmark_endpoint(
     client: str = CONTROLLER,
     connection: str | None = None,
     controller_host: str = 'localhost',
+    tls: bool = False,
+    sends_api_key: bool = False,
 ) -> dict[str, str]:
     """The client's base URL and the host it runs on, for a server on ``node`` bound to ``bind_address``.
 
@@ -83,9 +85,13 @@ def benchmark_endpoint(
     unset) and ``connection`` its ``ansible_connection``. ``client`` says where the client runs:
     ``controller`` means on ``controller_host``, ``node`` on the node itself.
 
+    ``tls`` says the server serves https. ``sends_api_key`` says the client sends the API key, which
+    must not cross a network in clear: over plain http only a client on the node, or a controller
+    that is the node, may send it.
+
     Returns ``base_url``, ``delegate_to`` (the inventory name to delegate the client's tasks to) and
     ``client`` (where it really runs). Raises BenchmarkClientError when the server cannot be reached
-    from there.
+    from there, or only by sending the key in clear.
     """
     if client not in CLIENTS:
         raise BenchmarkClientError(
@@ -122,4 +128,10 @@ def benchmark_endpoint(
                 f'server to an address the controller reaches (vllm_host).')
         else:
             host = bind
-    return {'base_url': f'http://{_url_host(host)}:{number}', 'delegate_to': delegate_to, 'client': client}
+        if sends_api_key and not tls and not (connection == 'local' or _is_loopback(host)):
+            raise BenchmarkClientError(
+                f'the API key (vllm_secret_environment.VLLM_API_KEY) would cross the network in clear, from '
+                f'{controller_host} to http://{_url_host(host)}:{number}. Serve https (vllm_serve_args ssl_certfile '
+                f'and ssl_keyfile), or set vllm_switch_benchmark_client: node to run the client on the node.')
+    scheme = 'https' if tls else 'http'
+    return {'base_url': f'{scheme}://{_url_host(host)}:{number}', 'delegate_to': delegate_to, 'client': client}

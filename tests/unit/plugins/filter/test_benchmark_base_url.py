@@ -135,18 +135,31 @@ def _inventory_urls(tmp_path: Path, inventory: str, *extra_vars: str) -> dict[st
     return json.loads(json.loads(reports[0])[len(REPORT_MARK):])
 
 
-@pytest.mark.parametrize(('extra_vars', 'base_url', 'delegate_to', 'client'), [
-    pytest.param((), f'http://{PRODUCTION_NODE}:8000', 'localhost', 'controller', id='controller'),
-    pytest.param(('vllm_switch_benchmark_client=node',), 'http://127.0.0.1:8000', PRODUCTION_NODE, 'node',
-                 id='node'),
+@pytest.mark.parametrize(('extra_vars', 'base_url', 'delegate_to', 'client', 'wait_url'), [
+    pytest.param((), f'https://{PRODUCTION_NODE}:8000', 'localhost', 'controller', 'https://127.0.0.1:8000',
+                 id='controller'),
+    pytest.param(('vllm_switch_benchmark_client=node',), 'https://127.0.0.1:8000', PRODUCTION_NODE, 'node',
+                 'https://127.0.0.1:8000', id='node'),
+    # Without TLS the API key may only go to a client on the node.
+    pytest.param(('vllm_switch_benchmark_client=node', 'vllm_switch_tls=false'), 'http://127.0.0.1:8000',
+                 PRODUCTION_NODE, 'node', 'http://127.0.0.1:8000', id='node-plain-http'),
 ])
-def test_production_inventory_benchmarks_the_deployed_server(tmp_path, extra_vars, base_url, delegate_to, client):
+def test_production_inventory_benchmarks_the_deployed_server(tmp_path, extra_vars, base_url, delegate_to, client,
+                                                             wait_url):
     urls = _inventory_urls(tmp_path, 'production', *extra_vars)
     expected = {'base_url': base_url, 'delegate_to': delegate_to, 'client': client}
     assert urls['role_benchmark'] == expected
     assert urls['playbook_benchmark'] == expected
     # The readiness wait runs on the node whichever client benchmarks.
-    assert urls['role_wait_url'] == 'http://127.0.0.1:8000'
+    assert urls['role_wait_url'] == wait_url
+
+
+def test_production_inventory_without_tls_refuses_to_send_the_key_across_the_network(tmp_path):
+    with pytest.raises(AssertionError) as failed:
+        _inventory_urls(tmp_path, 'production', 'vllm_switch_tls=false')
+    output = re.sub(r'\s+', ' ', str(failed.value))
+    assert 'the API key (vllm_secret_environment.VLLM_API_KEY) would cross the network in clear, from localhost to ' \
+           f'http://{PRODUCTION_NODE}:8000' in output
 
 
 def test_mock_inventory_benchmarks_from_the_controller(tmp_path):

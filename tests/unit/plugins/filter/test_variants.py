@@ -273,3 +273,29 @@ def test_render_fails_on_bad_variants_and_on_a_bad_service_account(tmp_path):
     assert re.search(r"fatal: \[odd-user.*vllm_user: 'vllm service' must be a user or group name", completed.stdout,
                      re.S)
     assert not (render_dir / "odd-user").exists()
+
+
+def test_units_allow_only_a_system_services_calls_and_leave_devices_open_by_default(rendered):
+    unit = (rendered.dir / "two" / "vllm-tiny-llama-ngram.service").read_text()
+    assert re.findall(r"^SystemCall(?:Filter|ErrorNumber)=.*$", unit, re.M) == ["SystemCallFilter=@system-service",
+                                                             "SystemCallErrorNumber=EPERM"]
+
+
+def test_a_closed_device_policy_opens_only_the_listed_devices_and_no_filter_can_be_chosen(tmp_path):
+    closed = copy.deepcopy(MOCK)
+    closed.update(vllm_device_policy="closed", vllm_device_allow=["char-nvidia-frontend rw", "char-nvidia-uvm rw"],
+                  vllm_system_call_filter=[])
+    completed, render_dir = run_render(tmp_path, {"closed": closed})
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    unit = (render_dir / "closed" / "vllm-tiny-llama-baseline.service").read_text()
+    assert "DevicePolicy=closed\nDeviceAllow=char-nvidia-frontend rw\nDeviceAllow=char-nvidia-uvm rw\n" in unit
+    assert "SystemCallFilter=" not in unit and "SystemCallErrorNumber=" not in unit
+
+
+def test_a_device_entry_that_would_end_the_line_is_refused_before_rendering(tmp_path):
+    bad = copy.deepcopy(MOCK)
+    bad.update(vllm_device_policy="closed", vllm_device_allow=["char-nvidia-uvm rw\nExecStartPre=/bin/sh"])
+    completed, render_dir = run_render(tmp_path, {"bad": bad})
+    assert completed.returncode != 0
+    assert "vllm_device_allow[0]: 'char-nvidia-uvm rw\\\\nExecStartPre=/bin/sh' must be a /dev path" in completed.stdout
+    assert not (render_dir / "bad").exists()

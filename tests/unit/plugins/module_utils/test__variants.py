@@ -272,7 +272,21 @@ BAD_INPUTS = [
      "vllm_variants.ngram.serve_args.shutdown_timeout: 600 must be shorter than vllm_stop_timeout_seconds (180)"),
     ({"serve_args": {"tensor_parallel_size": 8, "shutdown_timeout": -1}},
      "vllm_serve_args.shutdown_timeout: vLLM requires a value >= 0, got -1"),
+    ({"system_call_filter": ["@system-service", "ptrace\nExecStartPre=/bin/sh"]},
+     "vllm_system_call_filter[1]: 'ptrace\\nExecStartPre=/bin/sh' must be a system call or @group, optionally after ~"),
+    ({"system_call_filter": "@system-service"}, "vllm_system_call_filter: must be a list, got str"),
+    ({"device_allow": ["/dev/nvidia0 rwx"]},
+     "vllm_device_allow[0]: '/dev/nvidia0 rwx' must be a /dev path, char-NAME or block-NAME, optionally followed by"),
 ]
+
+
+@pytest.mark.parametrize("system_call_filter, device_allow", [
+    (["@system-service", "pidfd_getfd", "~@privileged"], ["char-nvidia-frontend rw", "char-nvidia-caps r",
+                                                           "/dev/nvidia-uvm rw", "/dev/nvidiactl"]),
+    ([], []),
+])
+def test_sandbox_entries_systemd_takes_are_accepted(system_call_filter, device_allow):
+    assert resolve(system_call_filter=system_call_filter, device_allow=device_allow)
 
 
 @pytest.mark.parametrize("changes, message", BAD_INPUTS)

@@ -119,3 +119,32 @@ def test_an_unknown_client_fails_naming_the_variable():
 def test_a_node_without_a_name_fails(node):
     with pytest.raises(BenchmarkClientError, match='inventory_hostname'):
         benchmark_endpoint('0.0.0.0', 8000, node)
+
+
+def test_a_tls_server_gets_an_https_url():
+    assert benchmark_endpoint('0.0.0.0', 8443, NODE, node_address='10.0.0.7', tls=True)['base_url'] == \
+        'https://10.0.0.7:8443'
+    assert benchmark_endpoint('::', 8443, NODE, client='node', tls=True)['base_url'] == 'https://[::1]:8443'
+
+
+def test_an_api_key_is_not_sent_in_clear_across_the_network():
+    with pytest.raises(BenchmarkClientError) as error:
+        benchmark_endpoint('0.0.0.0', 8000, NODE, node_address='10.0.0.7', controller_host='loadgen-01',
+                           sends_api_key=True)
+    assert str(error.value) == (
+        'the API key (vllm_secret_environment.VLLM_API_KEY) would cross the network in clear, from loadgen-01 to '
+        'http://10.0.0.7:8000. Serve https (vllm_serve_args ssl_certfile and ssl_keyfile), or set '
+        'vllm_switch_benchmark_client: node to run the client on the node.')
+
+
+@pytest.mark.parametrize('bind, node_address, client, connection, tls', [
+    pytest.param('0.0.0.0', '10.0.0.7', 'controller', None, True, id='https-across-the-network'),
+    pytest.param('0.0.0.0', '10.0.0.7', 'node', None, False, id='client-on-the-node'),
+    pytest.param('10.0.0.7', '10.0.0.7', 'node', None, False, id='client-on-the-node-own-address'),
+    pytest.param('0.0.0.0', None, 'controller', 'local', False, id='controller-is-the-node'),
+    pytest.param('127.77.0.10', '127.77.0.10', 'controller', None, False, id='loopback-node'),
+])
+def test_an_api_key_may_go_where_no_network_sees_it(bind, node_address, client, connection, tls):
+    endpoint = benchmark_endpoint(bind, 8000, NODE, node_address=node_address, client=client, connection=connection,
+                                  tls=tls, sends_api_key=True)
+    assert endpoint['base_url'].startswith('https://' if tls else 'http://')
