@@ -277,8 +277,8 @@ def test_render_fails_on_bad_variants_and_on_a_bad_service_account(tmp_path):
 
 def test_units_allow_only_a_system_services_calls_and_leave_devices_open_by_default(rendered):
     unit = (rendered.dir / "two" / "vllm-tiny-llama-ngram.service").read_text()
-    assert re.findall(r"^SystemCall(?:Filter|ErrorNumber)=.*$", unit, re.M) == ["SystemCallFilter=@system-service",
-                                                             "SystemCallErrorNumber=EPERM"]
+    assert re.findall(r"^SystemCall(?:Filter|ErrorNumber)=.*$", unit, re.M) == [
+        "SystemCallFilter=@system-service", "SystemCallErrorNumber=EPERM"]
 
 
 def test_a_closed_device_policy_opens_only_the_listed_devices_and_no_filter_can_be_chosen(tmp_path):

@@ -281,8 +281,8 @@ BAD_INPUTS = [
 
 
 @pytest.mark.parametrize("system_call_filter, device_allow", [
-    (["@system-service", "pidfd_getfd", "~@privileged"], ["char-nvidia-frontend rw", "char-nvidia-caps r",
-                                                           "/dev/nvidia-uvm rw", "/dev/nvidiactl"]),
+    (["@system-service", "pidfd_getfd", "~@privileged"],
+     ["char-nvidia-frontend rw", "char-nvidia-caps r", "/dev/nvidia-uvm rw", "/dev/nvidiactl"]),
     ([], []),
 ])
 def test_sandbox_entries_systemd_takes_are_accepted(system_call_filter, device_allow):

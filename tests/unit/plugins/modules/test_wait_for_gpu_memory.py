@@ -194,8 +194,8 @@ def test_orphans_of_the_listed_units_are_killed_once_and_the_wait_goes_on(monkey
     use(monkeypatch, smi)
     warnings = collect_warnings(monkeypatch)
 
-    failed, result = run(monkeypatch, timeout=60, kill_orphans_in=["vllm-kimi-k2.5-baseline.service",
-                                                                     "vllm-kimi-k2.5-ngram.service"])
+    units = ["vllm-kimi-k2.5-baseline.service", "vllm-kimi-k2.5-ngram.service"]
+    failed, result = run(monkeypatch, timeout=60, kill_orphans_in=units)
 
     assert not failed
     assert result["changed"] is True
