@@ -88,9 +88,10 @@ class ActionModule(ActionBase):
         deadline = started + max(0, args['wait'])
         waiting_shown = False
         while True:
-            holder = self._node('read')['holder']
+            read = self._node('read')
+            holder = read['holder']
             verdict = lock_verdict(holder, me, datetime.datetime.now(datetime.timezone.utc), process_alive,
-                                   args['stale_after'])
+                                   args['stale_after'], written_at=read.get('written_at'))
             if self._play_context.check_mode:
                 result.update(changed=verdict['verdict'] != MINE, holder=holder, verdict=verdict['verdict'],
                               waited=0.0, msg=f"Check mode: {verdict['reason']}; nothing was written.")

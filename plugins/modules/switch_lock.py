@@ -100,8 +100,16 @@ waited:
   description: Seconds spent waiting for another run's lock.
   returned: always
   type: float
+written_at:
+  description:
+    - When the lock file was last written, by the node's clock; V(null) when there is no lock.
+    - The age of a lock whose C(started_at) cannot be read, so that such a lock turns stale after O(stale_after) too.
+  returned: when the lock was read
+  type: str
+  sample: "2026-12-01T02:00:00+00:00"
 """
 
+import datetime
 import errno
 import fcntl
 import json
@@ -125,6 +133,15 @@ def read_holder(path):
     except ValueError:
         return {}
     return holder if isinstance(holder, dict) else {}
+
+
+def written_at(path):
+    """When the lock file was last written (UTC, ISO 8601), or None when there is none."""
+    try:
+        mtime = os.stat(path).st_mtime
+    except (IOError, OSError):
+        return None
+    return datetime.datetime.fromtimestamp(mtime, datetime.timezone.utc).isoformat(timespec="seconds")
 
 
 def _write_new(path, holder):
@@ -193,6 +210,7 @@ def main():
     try:
         if op == "read" or module.check_mode:
             result["holder"] = read_holder(path)
+            result["written_at"] = written_at(path)
         elif op == "create":
             result["done"] = _write_new(path, module.params["holder"])
             result["changed"] = result["done"]

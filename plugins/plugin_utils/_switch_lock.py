@@ -25,11 +25,14 @@ STALE = 'stale'
 
 
 def lock_verdict(holder: Mapping[str, t.Any] | None, me: Mapping[str, t.Any], now: datetime.datetime,
-                 process_alive: t.Callable[[int, t.Any], bool], stale_after: float) -> dict[str, t.Any]:
+                 process_alive: t.Callable[[int, t.Any], bool], stale_after: float,
+                 written_at: t.Any = None) -> dict[str, t.Any]:
     """free, mine, held or stale, with the reason in words.
 
     holder is the node's lock (None when there is none), me the holder this run would write;
     process_alive(pid, pid_started) says whether that process of this controller still runs.
+    written_at is when the lock file was last written, as the node's clock says: the age of a lock
+    whose started_at cannot be read, so that no lock blocks forever.
     """
     if holder is None:
         return {'verdict': FREE, 'reason': 'no switch holds the node'}
@@ -40,6 +43,8 @@ def lock_verdict(holder: Mapping[str, t.Any] | None, me: Mapping[str, t.Any], no
         return {'verdict': MINE, 'reason': 'this run holds the lock'}
     who = describe(holder)
     age = _age_seconds(holder.get('started_at'), now)
+    if age is None:
+        age = _age_seconds(written_at, now)
     if holder.get('controller') == me.get('controller') and isinstance(holder.get('pid'), int):
         if not process_alive(holder['pid'], holder.get('pid_started')):
             return {'verdict': STALE, 'reason': 'held by %s, whose ansible-playbook (PID %d) no longer runs on this '

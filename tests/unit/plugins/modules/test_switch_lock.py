@@ -76,6 +76,16 @@ def test_a_file_cut_short_is_read_as_no_holder_and_can_be_replaced(tmp_path):
     assert call(path, "replace", holder={"run_id": "b"}, expected_run_id="")["done"] is True
 
 
+def test_a_read_says_when_the_lock_was_last_written(tmp_path):
+    path = tmp_path / "model.lock"
+    assert call(path, "read")["written_at"] is None
+    path.write_text('{"run_id": "a", "started_at": "yesterday"}')
+    os.utime(path, (1_790_000_000, 1_790_000_000))
+
+    assert call(path, "read")["written_at"] == datetime.datetime.fromtimestamp(
+        1_790_000_000, datetime.timezone.utc).isoformat(timespec="seconds")
+
+
 def test_check_mode_reads_and_writes_nothing(tmp_path):
     path = tmp_path / "model.lock"
 

@@ -23,8 +23,8 @@ def alive(*pids):
     return lambda pid, started: pid in pids
 
 
-def verdict(lock, process_alive=alive(), stale_after=3600):
-    return lock_verdict(lock, ME, NOW, process_alive, stale_after)
+def verdict(lock, process_alive=alive(), stale_after=3600, written_at=None):
+    return lock_verdict(lock, ME, NOW, process_alive, stale_after, written_at=written_at)
 
 
 def test_no_lock_is_free_and_our_own_lock_is_ours():
@@ -68,8 +68,17 @@ def test_a_lock_without_a_holder_is_stale_never_waited_on():
     assert 'names no holder' in verdict({'user': 'x'})['reason']
 
 
-def test_a_lock_with_an_unreadable_time_from_elsewhere_is_held_not_guessed_stale():
-    assert verdict(holder(controller='ctl-2', started_at='yesterday'), stale_after=1)['verdict'] == 'held'
+def test_a_lock_with_an_unreadable_time_from_elsewhere_ages_from_when_its_file_was_written():
+    lock = holder(controller='ctl-2', started_at='yesterday')
+
+    # Written a minute ago: held, whatever its started_at says.
+    assert verdict(lock, stale_after=3600, written_at='2026-12-01T02:59:00+00:00')['verdict'] == 'held'
+    # Written two hours ago: as stale as a readable lock of that age, so that it never blocks forever.
+    old = verdict(lock, stale_after=3600, written_at='2026-12-01T01:00:00+00:00')
+    assert old['verdict'] == 'stale'
+    assert 'for 7200 s, longer than any switch takes (stale after 3600 s)' in old['reason']
+    # Without any time at all it is not guessed stale.
+    assert verdict(lock, stale_after=1)['verdict'] == 'held'
 
 
 def test_describe_copes_with_missing_fields():
