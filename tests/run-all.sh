@@ -20,8 +20,20 @@ gate() {
   else
     failed=$((failed + 1)); failures+=("$name")
     printf 'FAIL  %-22s %4ds  (log: tests/output/gates/%s.log)\n' "$name" $((SECONDS - started)) "$name"
-    tail -n 40 "$logs/$name.log" | sed 's/^/      /'
+    tail -n 25 "$logs/$name.log" | sed 's/^/      /'
+    # The failed task may lie far above the tail (rescued failures come first); its last failure line is
+    # repeated after the summary, where a log cut to its ends still shows it.
+    sed 's/\x1b\[[0-9;]*m//g' "$logs/$name.log" \
+      | awk '/(fatal|failed): \[.*(FAILED|=>)|^FAILED / { block = ""; keep = 12 } keep > 0 { block = block "\n" substr($0, 1, 400); keep-- } END { printf "%s", block }' \
+      >"$logs/$name.why"
   fi
+}
+
+why_failed() {
+  local name
+  for name in "${failures[@]}"; do
+    if [ -s "$logs/$name.why" ]; then echo "$name, last failure:$(cat "$logs/$name.why")"; fi
+  done
 }
 
 ensure_tools() {
@@ -82,4 +94,4 @@ gate molecule-units    molecule test -s units
 
 echo
 echo "gates: $passed passed, $failed failed"
-[ "$failed" -eq 0 ] || { echo "failed: ${failures[*]}"; exit 1; }
+[ "$failed" -eq 0 ] || { echo "failed: ${failures[*]}"; why_failed; exit 1; }

@@ -196,8 +196,8 @@ class CallbackModule(CallbackBase):
                                   f' {database}: {error}')
         self._decisions.append(decision)
         directory = self.get_option('json_dir')
-        name = _file_name((decision.recorded_at.replace('-', '').replace(':', ''), decision.host, decision.model,
-                           decision.variant, 'decision', decision.run_id[:8]))
+        name = _file_name((_file_time(), decision.host, decision.model, decision.variant, 'decision',
+                           decision.run_id[:8]))
         path = os.path.join(directory, name)
         try:
             os.makedirs(directory, exist_ok=True)
@@ -282,7 +282,7 @@ def _loop_items(outcome):
 
 def _json_file_name(record, sequence: int) -> str:
     parts = (
-        record.recorded_at.replace('-', '').replace(':', ''),
+        _file_time(),
         record.host,
         record.model,
         record.variant,
@@ -291,6 +291,12 @@ def _json_file_name(record, sequence: int) -> str:
         str(sequence),
     )
     return _file_name(parts)
+
+
+def _file_time() -> str:
+    # Microseconds: two trials decided within one second (quick plays, one controller) must still sort
+    # in the order they were written.
+    return datetime.datetime.now(datetime.timezone.utc).strftime('%Y%m%dT%H%M%S.%fZ')
 
 
 def _file_name(parts) -> str:
