@@ -334,6 +334,10 @@ def merged_slo(general: t.Any, own: t.Any, where: str) -> dict[str, t.Any]:
     return merged
 
 
+# The outcomes of a workload that rolls back, the most definite first.
+_ROLL_BACK_ORDER = {SLO_BREACHED: 0, SLOWER: 1, INCONCLUSIVE: 2, NOT_SLOWER: 3}
+
+
 def decide_workloads(variant: t.Any, baseline: t.Any, history: Iterable[Mapping[str, t.Any]] = (),
                      keep_when: str = NOT_SLOWER, margin_pct: float = DEFAULT_MARGIN_PCT, min_runs: int = MIN_RUNS,
                      baseline_lifetime: str | None = None, slo: t.Any = None,
@@ -343,8 +347,9 @@ def decide_workloads(variant: t.Any, baseline: t.Any, history: Iterable[Mapping[
     variant and baseline are openai_benchmark results, one per workload (see workload_results);
     history items name their workload with ``workload``; workload_slo maps a workload to its own SLO,
     laid over ``slo``. The answer is decide()'s, with ``workloads`` listing each workload's answer and
-    every level naming its workload. The first workload that rolls back (in the order measured) gives
-    the outcome and the reason.
+    every level naming its workload. Of the workloads that roll back, the one with the most definite
+    outcome (an SLO breach, then slower, then inconclusive; the first measured among equals) gives the
+    outcome and the reason.
     """
     try:
         variants = workload_results(variant, 'variant')
@@ -380,7 +385,10 @@ def decide_workloads(variant: t.Any, baseline: t.Any, history: Iterable[Mapping[
         'history': min((answer['history'] for answer in answers.values()), key=lambda note: note['earlier_lifetimes']),
         'workloads': summaries,
     }
-    rolled_back = [(name, answer) for name, answer in answers.items() if answer['decision'] != KEEP]
+    # A shown failure names the trial's outcome before a workload that could not tell: an operator who reads
+    # "inconclusive" would rerun a trial that another workload has already failed for certain.
+    rolled_back = sorted(((name, answer) for name, answer in answers.items() if answer['decision'] != KEEP),
+                         key=lambda item: _ROLL_BACK_ORDER.get(item[1]['outcome'], len(_ROLL_BACK_ORDER)))
     if rolled_back:
         name, answer = rolled_back[0]
         combined.update(decision=ROLL_BACK, outcome=answer['outcome'], to_decide=answer['to_decide'],

@@ -314,6 +314,23 @@ def test_a_workload_slo_is_laid_over_the_trials_and_rolls_back_for_its_breach():
     assert tight['slo'] is None
 
 
+def test_a_workload_that_shows_a_failure_gives_the_reason_before_one_that_could_not_tell():
+    # Code editing is too noisy to tell; the chat workload breaks its SLO for certain.
+    noisy_variant = [100.0, 160.0, 80.0, 140.0, 90.0]
+    variant = looped(workload('code', level(noisy_variant)),
+                     workload('chat', level(around(120.0, 1.0), p99_ttft_ms=900.0)))
+    baseline = looped(workload('code', level(around(100.0, 1.0))),
+                      workload('chat', level(around(100.0, 1.0), p99_ttft_ms=500.0)))
+
+    answer = decide_workloads(variant, baseline, workload_slo={'chat': {'p99_ttft_ms': 800}})
+
+    assert [(item['name'], item['outcome']) for item in answer['workloads']] == [
+        ('code', 'inconclusive'), ('chat', 'slo_breached')]
+    assert (answer['decision'], answer['outcome']) == ('roll_back', 'slo_breached')
+    assert answer['reason'].startswith('workload chat: breaks its SLO at concurrency 4: p99 TTFT 900.0 ms > 800 ms')
+    assert answer['reason'].endswith('(also rolled back by code)')
+
+
 def test_merged_slo_replaces_keys_levels_and_metrics_one_by_one():
     general = {'p99_ttft_ms': 1000, 'max_regression_pct': {'p99_tpot_ms': 10, 'p99_ttft_ms': 20},
                'by_concurrency': {8: {'p99_ttft_ms': 3000, 'max_regression_pct': {'p99_tpot_ms': 15}}}}
