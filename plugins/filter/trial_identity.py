@@ -1,0 +1,74 @@
+# Copyright (c) 2026, llmops.vllm maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+name: trial_identity
+short_description: One hash over everything that decides what a variant serves, and which part of it changed
+version_added: 1.1.0
+author:
+  - llmops.vllm maintainers (!UNKNOWN)
+description:
+  - Hashes the parts that decide what a variant serves, so that a trial is identified by all of them and a
+    change to any one re-opens it.
+  - The parts are C(unit) and C(environment) (the checksums of the unit and environment files), C(vllm_version),
+    C(venv), C(model), C(model_revision), C(draft_model) and C(draft_revision). A part left out or V(null) counts
+    as unknown, which is a value of its own. Secrets are not a part.
+  - With O(recorded), the identity of an earlier trial, RV(_value.changed) names the parts that differ.
+options:
+  _input:
+    description: The parts, a mapping of part name to value.
+    type: dict
+    required: true
+  recorded:
+    description: The identity an earlier trial recorded, as this filter returned it; V(null) when there is none.
+    type: dict
+seealso:
+  - module: llmops.vllm.trial_decision
+"""
+
+EXAMPLES = r"""
+- name: Identify the trial of the target
+  ansible.builtin.set_fact:
+    trial_identity: >-
+      {{ {'unit': unit_file.stat.checksum, 'environment': env_file.stat.checksum, 'vllm_version': vllm_version,
+          'venv': vllm_venv, 'model': vllm_model.path}
+         | llmops.vllm.trial_identity(recorded=trial_record.identity | default(none)) }}
+"""
+
+RETURN = r"""
+_value:
+  description: The identity.
+  type: dict
+  contains:
+    sha256:
+      description: The hash over every part.
+      type: str
+    parts:
+      description: Every part, as text or V(null).
+      type: dict
+    changed:
+      description: The parts that differ from O(recorded); empty without one.
+      type: list
+      elements: str
+      sample: [environment, vllm_version]
+"""
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.llmops.vllm.plugins.plugin_utils._trial_identity import TrialIdentityError
+from ansible_collections.llmops.vllm.plugins.plugin_utils._trial_identity import trial_identity as identify
+
+
+def trial_identity(parts, recorded=None):
+    try:
+        return identify(parts, recorded)
+    except TrialIdentityError as error:
+        raise AnsibleFilterError(f'trial_identity: {error}') from error
+
+
+class FilterModule:
+    def filters(self):
+        return {'trial_identity': trial_identity}
