@@ -44,7 +44,9 @@ class ActionModule(ActionBase):
             with ResultsStore(database) as store:
                 records = store.records()
                 decisions = store.decisions()
+                history = store.history()
             outcome = write_report(args['dest'], records, baseline_variant, noise_pct, decisions=decisions,
+                                   history=history,
                                    draw_charts=args['chart'], check_mode=self._task.check_mode)
         except (sqlite3.Error, OSError, ResultsStoreError) as error:
             raise AnsibleActionFail(f'Could not write the report {args["dest"]} from {database}: {error}') from error

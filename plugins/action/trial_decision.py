@@ -31,6 +31,8 @@ _ARGUMENT_SPEC = {
     'host': {'type': 'str'},
     'unit_checksum': {'type': 'str'},
     'baseline_unit_checksum': {'type': 'str'},
+    'identity': {'type': 'str'},
+    'baseline_identity': {'type': 'str'},
     'baseline_lifetime': {'type': 'str'},
     'keep_when': {'type': 'str', 'default': NOT_SLOWER, 'choices': list(KEEP_WHEN)},
     'margin_pct': {'type': 'float', 'default': DEFAULT_MARGIN_PCT},
@@ -68,7 +70,8 @@ class ActionModule(ActionBase):
             raise AnsibleActionFail(f'trial_decision: {error}') from error
         result.update(answer)
         result.update(changed=False, host=host, model=args['model'], variant=args['variant_name'],
-                      baseline=args['baseline_name'], unit_checksum=args['unit_checksum'], history_database=database)
+                      baseline=args['baseline_name'], unit_checksum=args['unit_checksum'], identity=args['identity'],
+                      history_database=database)
         result['msg'] = '%s: %s (%s)' % (args['variant_name'], 'keep' if answer['decision'] == 'keep' else 'roll back',
                                          answer['reason'])
         return result
@@ -84,4 +87,4 @@ def _stored_history(database, host, args):
         raise AnsibleActionFail(f'trial_decision: could not read the baseline history from {database}: {error}'
                                 ) from error
     return history_from_records(records, host=host, model=args['model'], baseline=args['baseline_name'],
-                                unit_checksum=args['baseline_unit_checksum'])
+                                unit_checksum=args['baseline_unit_checksum'], identity=args['baseline_identity'])

@@ -121,6 +121,7 @@ from ansible_collections.llmops.vllm.plugins.plugin_utils._report import (
 )
 from ansible_collections.llmops.vllm.plugins.plugin_utils._results_store import (
     DecisionRecord,
+    HistoryEntry,
     ResultsStore,
     ResultsStoreError,
     records_from_result,
@@ -128,6 +129,7 @@ from ansible_collections.llmops.vllm.plugins.plugin_utils._results_store import 
 
 _BENCHMARK_ACTIONS = frozenset(('llmops.vllm.openai_benchmark', 'openai_benchmark'))
 _DECISION_ACTIONS = frozenset(('llmops.vllm.trial_decision', 'trial_decision'))
+_HISTORY_ACTIONS = frozenset(('llmops.vllm.trial_history', 'trial_history'))
 
 # The benchmark's endpoint option mapped to the backend name vllm bench serve writes for it.
 _BACKENDS = {'completions': 'openai', 'chat': 'openai-chat'}
@@ -161,6 +163,10 @@ class CallbackModule(CallbackBase):
         if task.resolved_action in _DECISION_ACTIONS or task.action in _DECISION_ACTIONS:
             if not task_failed:
                 self._record_decision(result)
+            return
+        if task.resolved_action in _HISTORY_ACTIONS or task.action in _HISTORY_ACTIONS:
+            if not task_failed and not task.check_mode:
+                self._record_history(result)
             return
         if task.resolved_action not in _BENCHMARK_ACTIONS and task.action not in _BENCHMARK_ACTIONS:
             return
@@ -206,6 +212,20 @@ class CallbackModule(CallbackBase):
             self._display.warning(f'variant_benchmarks: could not write {path}: {error}')
         else:
             self._json_files += 1
+
+    def _record_history(self, result) -> None:
+        # The node's history, entry by entry, so that the controller keeps it too (and the node's survives
+        # an ephemeral controller).
+        entry = result._result.get('entry')
+        if not isinstance(entry, Mapping):
+            return
+        database = self.get_option('database')
+        try:
+            with ResultsStore(database) as store:
+                store.add_history(HistoryEntry(host=result._host.get_name(), document=dict(entry)))
+        except _STORAGE_ERRORS as error:
+            self._display.warning(f'variant_benchmarks: could not store the history entry of {entry.get("variant")}'
+                                  f' in {database}: {error}')
 
     def _store(self, records):
         database = self.get_option('database')
@@ -265,7 +285,8 @@ class CallbackModule(CallbackBase):
             with ResultsStore(self.get_option('database')) as store:
                 records = store.records()
                 decisions = store.decisions()
-            outcome = write_report(path, records, baseline_variant, noise_pct, decisions=decisions)
+                history = store.history()
+            outcome = write_report(path, records, baseline_variant, noise_pct, decisions=decisions, history=history)
         except _STORAGE_ERRORS as error:
             self._display.warning(f'variant_benchmarks: could not write the report {path}: {error}')
             return

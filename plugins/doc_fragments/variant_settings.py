@@ -54,9 +54,15 @@ options:
     type: int
     default: 1
   venv:
-    description: Virtual environment that holds vLLM, normally C(vllm_venv).
+    description: Virtual environment that holds the vLLM of O(version), normally C(vllm_venv).
     type: path
     default: /opt/vllm/venv
+  venv_root:
+    description:
+      - Directory of one venv per vLLM version, normally C(vllm_venv_root). A variant that sets its own
+        C(vllm_version) runs from C(<venv_root>/<version>); without O(venv_root) such a variant is refused.
+    type: path
+    version_added: 1.1.0
   version:
     description:
       - The vLLM release the node runs, normally C(vllm_version). Speculative-decoding methods are checked against

@@ -23,7 +23,8 @@ from ansible_collections.llmops.vllm.plugins.module_utils._variants import (
 def variant_specs(variants, model, serve_args=None, environment=None, baseline="baseline", host="127.0.0.1",
                   port=8000, gpu_count=1, venv="/opt/vllm/venv", version=None, config_dir="/etc/vllm",
                   state_dir="/var/lib/vllm", secret_environment_names=None, user=None, group=None,
-                  supplementary_groups=None, stop_timeout=None, system_call_filter=None, device_allow=None):
+                  supplementary_groups=None, stop_timeout=None, system_call_filter=None, device_allow=None,
+                  venv_root=None):
     """Return variant name -> resolved variant for every variant and the baseline."""
     try:
         return resolve_variants(variants, model, serve_args=serve_args, environment=environment, baseline=baseline,
@@ -31,7 +32,8 @@ def variant_specs(variants, model, serve_args=None, environment=None, baseline="
                                 config_dir=config_dir, state_dir=state_dir,
                                 secret_environment_names=secret_environment_names, user=user, group=group,
                                 supplementary_groups=supplementary_groups, stop_timeout=stop_timeout,
-                                system_call_filter=system_call_filter, device_allow=device_allow)
+                                system_call_filter=system_call_filter, device_allow=device_allow,
+                                venv_root=venv_root)
     except VariantError as exc:
         raise AnsibleFilterError(str(exc)) from None
 
@@ -39,7 +41,8 @@ def variant_specs(variants, model, serve_args=None, environment=None, baseline="
 def variant_spec(variants, name, model, serve_args=None, environment=None, baseline="baseline", host="127.0.0.1",
                  port=8000, gpu_count=1, venv="/opt/vllm/venv", version=None, config_dir="/etc/vllm",
                  state_dir="/var/lib/vllm", secret_environment_names=None, user=None, group=None,
-                 supplementary_groups=None, stop_timeout=None, system_call_filter=None, device_allow=None):
+                 supplementary_groups=None, stop_timeout=None, system_call_filter=None, device_allow=None,
+                 venv_root=None):
     """Return the resolved variant called name; an unknown name is an error naming vllm_variant."""
     try:
         return resolve_variant(variants, name, model, serve_args=serve_args, environment=environment,
@@ -47,7 +50,8 @@ def variant_spec(variants, name, model, serve_args=None, environment=None, basel
                                version=version, config_dir=config_dir, state_dir=state_dir,
                                secret_environment_names=secret_environment_names, user=user, group=group,
                                supplementary_groups=supplementary_groups, stop_timeout=stop_timeout,
-                               system_call_filter=system_call_filter, device_allow=device_allow)
+                               system_call_filter=system_call_filter, device_allow=device_allow,
+                               venv_root=venv_root)
     except VariantError as exc:
         raise AnsibleFilterError(str(exc)) from None
 

@@ -27,7 +27,10 @@ from ansible_collections.llmops.vllm.plugins.module_utils._systemd_escape import
     unit_setting_text,
 )
 
-VARIANT_KEYS = ("allow_unknown_keys", "description", "environment", "serve_args", "speculative_config")
+VARIANT_KEYS = ("allow_unknown_keys", "description", "environment", "serve_args", "speculative_config",
+                "vllm_version")
+# A version names its venv directory (<vllm_venv_root>/<version>): a release and local tags, no path separators.
+VERSION_TEXT = re.compile(r"[0-9][0-9A-Za-z.+-]*\Z")
 MODEL_KEYS = ("name", "path", "served_name")
 NAME_MAX_LENGTH = 64
 VARIANT_NAME = "[a-z0-9][a-z0-9_-]*"
@@ -226,7 +229,7 @@ class _Settings:
     """The role variables every variant shares, checked once."""
 
     def __init__(self, problems, model, serve_args, environment, baseline, host, port, gpu_count, venv, version,
-                 config_dir, state_dir):
+                 config_dir, state_dir, venv_root=None):
         model = _check_mapping(problems, "vllm_model", model)
         for key in sorted(set(model) - set(MODEL_KEYS), key=str):
             problems.append("vllm_model.%s: unknown key (known: %s)" % (key, ", ".join(MODEL_KEYS)))
@@ -266,18 +269,53 @@ class _Settings:
                                 % (variable, path))
         self.venv, self.config_dir, self.state_dir = (
             path.rstrip("/") or "/" if isinstance(path, str) else path for _variable, path in paths)
+        self.venv_root = None
+        if venv_root is not None:
+            if not isinstance(venv_root, str) or not PLAIN_PATH.match(venv_root):
+                problems.append("vllm_venv_root: must be an absolute path of letters, digits and ._/@+- only, got %r"
+                                % (venv_root,))
+            else:
+                self.venv_root = venv_root.rstrip("/") or "/"
         self.version = None
+        self.version_text = None if version is None else str(version)
         if version is None:
             problems.append("vllm_version: required, the vLLM release the rules are checked against")
         else:
-            try:
-                self.version = parse_version(version)
-            except ValueError as exc:
-                problems.append("vllm_version: %s" % exc)
+            self.version = _check_version(problems, "vllm_version", version)
         self.valid = not problems
 
     def unit_name(self, variant):
         return "vllm-%s-%s.service" % (self.model_name, variant)
+
+
+def _check_version(problems, where, version):
+    """The parsed release of a version that may also name a venv directory, or None after a problem."""
+    if not isinstance(version, (str, int, float)) or isinstance(version, bool) or not VERSION_TEXT.match(str(version)):
+        problems.append("%s: must be a vLLM release such as \"0.32.0\" (digits first, then letters, digits and ._+-),"
+                        " got %r" % (where, version))
+        return None
+    try:
+        return parse_version(version)
+    except ValueError as exc:
+        problems.append("%s: %s" % (where, exc))
+        return None
+
+
+def _variant_version(problems, settings, where, overrides):
+    """(version text, parsed release, venv) the variant runs: its own vllm_version in a venv of its own, or the shared."""
+    if overrides.get("vllm_version") is None or str(overrides["vllm_version"]) == settings.version_text:
+        return settings.version_text, settings.version, settings.venv
+    own = overrides["vllm_version"]
+    release = _check_version(problems, where + ".vllm_version", own)
+    if release is None:
+        return None, None, None
+    if settings.venv_root is None:
+        # One venv per version: installing another version into the shared venv would change what the
+        # running baseline restarts on.
+        problems.append("%s.vllm_version: %s needs a venv of its own; set vllm_venv_root (each version is installed "
+                        "in <vllm_venv_root>/<version>)" % (where, own))
+        return None, None, None
+    return str(own), release, "%s/%s" % (settings.venv_root, own)
 
 
 def _resolve_one(problems, settings, name, overrides):
@@ -318,11 +356,12 @@ def _resolve_one(problems, settings, name, overrides):
     target_size_known = _is_int(tensor_parallel_size) and tensor_parallel_size >= 1 and not (
         _is_int(settings.gpu_count) and settings.gpu_count >= 1 and settings.gpu_count % tensor_parallel_size)
 
+    version_text, release, venv = _variant_version(problems, settings, where, overrides)
     speculative_config = overrides.get("speculative_config")
-    if speculative_config is not None and settings.version is not None:
+    if speculative_config is not None and release is not None:
         for key, rule in check_speculative_config(speculative_config,
                                                   tensor_parallel_size if target_size_known else None,
-                                                  settings.version, allow_unknown_keys is True):
+                                                  release, allow_unknown_keys is True):
             problems.append("%s.speculative_config%s: %s" % (where, "." + str(key) if key else "", rule))
         try:
             _json(speculative_config)
@@ -337,7 +376,7 @@ def _resolve_one(problems, settings, name, overrides):
     if problems or not settings.valid:
         return None
     unit_description = "vLLM %s (%s)" % (settings.served_name, name) + (": " + description if description else "")
-    argv = [settings.venv + "/bin/python", "-m", SERVER_MODULE, "--model", settings.model_path,
+    argv = [venv + "/bin/python", "-m", SERVER_MODULE, "--model", settings.model_path,
             "--served-model-name", settings.served_name, "--host", settings.host, "--port", str(port)]
     for key in sorted(serve_args):
         argv.extend(_flag_words(key, serve_args[key]))
@@ -356,6 +395,8 @@ def _resolve_one(problems, settings, name, overrides):
         "host": _text(settings.host),
         "port": port,
         "tensor_parallel_size": tensor_parallel_size,
+        "vllm_version": version_text,
+        "venv": venv,
         "serve_args": serve_args,
         "speculative_config": speculative_config,
         "environment": dict((key, _text(value)) for key, value in environment.items() if value is not None),
@@ -465,12 +506,12 @@ def resolve_variants(variants, model, serve_args=None, environment=None, baselin
                      host="127.0.0.1", port=8000, gpu_count=1, venv="/opt/vllm/venv", version=None,
                      config_dir="/etc/vllm", state_dir="/var/lib/vllm", secret_environment_names=(), user=None,
                      group=None, supplementary_groups=None, stop_timeout=None, system_call_filter=None,
-                     device_allow=None):
+                     device_allow=None, venv_root=None):
     """Return variant name -> resolved spec for every variant and the baseline, or raise VariantError."""
     problems = account_problems(user, group, supplementary_groups) + sandbox_problems(system_call_filter,
                                                                                       device_allow)
     settings = _Settings(problems, model, serve_args, environment, baseline, host, port, gpu_count, venv, version,
-                         config_dir, state_dir)
+                         config_dir, state_dir, venv_root)
     # Only the names come this way, so no message can ever show a secret value.
     for name in secret_environment_names or ():
         if not isinstance(name, str) or not ENVIRONMENT_NAME.match(name):

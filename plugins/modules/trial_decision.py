@@ -61,6 +61,16 @@ options:
   unit_checksum:
     description: SHA-256 of the variant's unit file, returned as it is so that the stored decision names the unit.
     type: str
+  identity:
+    description:
+      - The variant's trial identity (the C(sha256) of P(llmops.vllm.trial_identity#filter)), returned as it is so
+        that the stored decision names everything that served.
+    type: str
+  baseline_identity:
+    description:
+      - The baseline's trial identity. Stored results of the baseline with another identity (another environment
+        or vLLM version behind the same unit) are not its history; results stored without one still count.
+    type: str
   baseline_unit_checksum:
     description:
       - SHA-256 of the baseline's unit file. Only history of this exact unit counts; when not set, every
@@ -299,6 +309,10 @@ slo:
   type: dict
 history_database:
   description: The database the history was read from; V(null) when none was read.
+  returned: always
+  type: str
+identity:
+  description: O(identity), as it was given; V(null) without one.
   returned: always
   type: str
 """

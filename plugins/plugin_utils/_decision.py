@@ -73,7 +73,8 @@ MIN_RUNS = 3
 
 # What of a decision is the decision itself: stored, written to JSON and kept in the node's record.
 DECISION_KEYS = ('decision', 'outcome', 'rule', 'reason', 'to_decide', 'keep_when', 'margin_pct', 'min_runs',
-                 'delta_pct', 'failed_requests', 'slo', 'levels', 'history', 'workloads', 'baseline', 'unit_checksum')
+                 'delta_pct', 'failed_requests', 'slo', 'levels', 'history', 'workloads', 'baseline', 'unit_checksum',
+                 'identity')
 
 
 class DecisionError(ComparisonError):
@@ -537,7 +538,7 @@ def _history_note(levels):
 
 
 def history_from_records(records: Iterable[t.Any], *, host: str, model: str, baseline: str,
-                         unit_checksum: str | None) -> list[dict[str, t.Any]]:
+                         unit_checksum: str | None, identity: str | None = None) -> list[dict[str, t.Any]]:
     """The baseline's earlier lifetimes from stored results_store records, as decide() takes them.
 
     Only clean measurements of the same host, model, baseline variant and unit checksum count: a
@@ -549,6 +550,10 @@ def history_from_records(records: Iterable[t.Any], *, host: str, model: str, bas
         if (record.host, record.model, record.variant) != (host, model, baseline) or record.task_failed:
             continue
         if unit_checksum is not None and record.unit_checksum != unit_checksum:
+            continue
+        # Same unit, other environment or version: another server. Older records without an identity keep
+        # counting by their unit alone.
+        if identity is not None and record.trial_identity not in (None, identity):
             continue
         if record.metrics.get('failed'):
             continue

@@ -95,14 +95,18 @@ def text_table(groups: Mapping[tuple[str, str], list[ComparisonRow]], baseline_v
 def markdown_report(records: list[t.Any], groups: Mapping[tuple[str, str], list[ComparisonRow]],
                     baseline_variant: str, noise_pct: float,
                     charts: Mapping[tuple[str, str], str] | None = None, chart_note: str | None = None,
-                    decisions: Iterable[t.Any] = ()) -> str:
+                    decisions: Iterable[t.Any] = (), trials: Iterable[t.Any] = ()) -> str:
     """The whole report: per host and model, the latest result of each variant, then the history.
+
+    trials holds the nodes' trial histories (results_store HistoryEntry): every trial's outcome, switch and
+    rollback, shown with who made it.
 
     groups are the comparison_rows of the records; charts maps (host, model) to the file name of
     the chart relative to the report.
     """
     charts = charts or {}
     decisions = list(decisions)
+    trials = list(trials)
     by_trial = decisions_by_trial(decisions)
     lines = ['# vLLM variant benchmarks', '']
     if not records:
@@ -136,10 +140,20 @@ def markdown_report(records: list[t.Any], groups: Mapping[tuple[str, str], list[
                 [(decision.recorded_at, f'`{decision.run_id[:8]}`', decision.variant, decision_text(decision.document),
                   str(decision.document.get('reason')), str(decision.document.get('rule'))) for decision in decided],
                 right_aligned=set())
+        node_trials = [entry for entry in trials if (entry.host, entry.model) == (host, model)]
+        if node_trials:
+            lines += ['', '### Trials', '']
+            lines += _markdown_table(
+                ('recorded', 'by', 'run', 'variant', 'trial', 'outcome', 'reason'),
+                [(entry.recorded_at, str(entry.document.get('started_by') or '–'),
+                  f'`{entry.run_id[:8]}`' if entry.run_id else '–', entry.variant,
+                  f'`{entry.identity[:12]}`' if entry.identity else '–', entry.outcome.replace('_', ' '),
+                  str(entry.document.get('reason') or '')) for entry in node_trials],
+                right_aligned=set())
         lines += ['', '### History', '']
         lines += _markdown_table(
             ('recorded (UTC)', 'run', 'variant', 'workload', 'concurrency', 'output tok/s', 'median TPOT (ms)',
-             'median TTFT (ms)', 'acceptance', 'failed requests', 'vLLM', 'unit checksum', 'note'),
+             'median TTFT (ms)', 'acceptance', 'failed requests', 'vLLM', 'trial', 'note'),
             [_history_cells(record) for record in sorted(history, key=_history_order)],
             right_aligned={4, 5, 6, 7, 8, 9})
         if (host, model) in charts:
@@ -187,7 +201,8 @@ def chart_png(records: list[t.Any], title: str) -> bytes | None:
 
 
 def write_report(path: str, records: list[t.Any], baseline_variant: str, noise_pct: float,
-                 draw_charts: bool = True, check_mode: bool = False, decisions: Iterable[t.Any] = ()) -> ReportOutcome:
+                 draw_charts: bool = True, check_mode: bool = False, decisions: Iterable[t.Any] = (),
+                 history: Iterable[t.Any] = ()) -> ReportOutcome:
     """Write the Markdown report, and one chart per host and model beside it, when they changed."""
     report_path = os.path.abspath(path)
     directory = os.path.dirname(report_path)
@@ -207,7 +222,7 @@ def write_report(path: str, records: list[t.Any], baseline_variant: str, noise_p
             charts[(host, model)] = f'{stem}-{_file_part(host)}-{_file_part(model)}.png'
             files[os.path.join(directory, charts[(host, model)])] = png
     groups = comparison_rows(records, records, baseline_variant, noise_pct)
-    after = markdown_report(records, groups, baseline_variant, noise_pct, charts, chart_note, decisions)
+    after = markdown_report(records, groups, baseline_variant, noise_pct, charts, chart_note, decisions, history)
     files[report_path] = after.encode('utf-8')
     changed_files = [file_path for file_path, content in files.items() if _read_bytes(file_path) != content]
     before = _read_text(report_path)
@@ -312,6 +327,10 @@ def _notes(rows: Iterable[ComparisonRow]) -> list[str]:
                          f' {row.baseline.run_id[:8]} recorded at {row.baseline.recorded_at}.')
         if row.differing_options:
             notes.append(f"{subject}: benchmark options differ from the baseline's: {', '.join(row.differing_options)}.")
+        if (row.baseline is not None and row.record.vllm_version and row.baseline.vllm_version
+                and str(row.record.vllm_version) != str(row.baseline.vllm_version)):
+            notes.append(f"{subject}: runs vLLM {row.record.vllm_version}, the baseline {row.baseline.vllm_version};"
+                         ' the difference includes the release.')
         failed_requests = row.record.metrics.get('failed')
         if failed_requests:
             notes.append(f'{subject}: {failed_requests} requests failed.')
@@ -332,9 +351,16 @@ def _history_cells(record: t.Any) -> tuple[str, ...]:
         _percent_text(metrics.get('spec_decode_acceptance_rate')),
         _number_text(metrics.get('failed'), 0),
         str(record.vllm_version or '–'),
-        f'`{record.unit_checksum[:12]}`' if record.unit_checksum else '–',
+        _trial_text(record),
         'task failed' if record.task_failed else '',
     )
+
+
+def _trial_text(record: t.Any) -> str:
+    # Results measured before trial identities existed name their unit checksum instead.
+    if record.trial_identity:
+        return f'`{record.trial_identity[:12]}`'
+    return f'unit `{record.unit_checksum[:12]}`' if record.unit_checksum else '–'
 
 
 def _history_order(record: t.Any) -> tuple[t.Any, ...]:

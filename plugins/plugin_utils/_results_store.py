@@ -3,7 +3,8 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 
-"""Append-only SQLite store of benchmark results, one row per concurrency level, and of trial decisions."""
+"""Append-only SQLite store of benchmark results, one row per concurrency level, of trial decisions, and of
+the nodes' trial histories (what was tried, switched and rolled back, by whom)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from collections.abc import Iterable, Mapping
 
 from ansible_collections.llmops.vllm.plugins.plugin_utils._workloads import DEFAULT_WORKLOAD
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 # Index i holds the statements that take a database from schema version i to i + 1.
 _MIGRATIONS = (
@@ -82,6 +83,28 @@ _MIGRATIONS = (
         END
         """,
     ),
+    (
+        # The controller's copy of each node's history (llmops.vllm.trial_history), entry by entry.
+        """
+        CREATE TABLE history (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            recorded_at TEXT NOT NULL,
+            run_id TEXT,
+            host TEXT NOT NULL,
+            model TEXT NOT NULL,
+            variant TEXT NOT NULL,
+            outcome TEXT NOT NULL,
+            identity TEXT,
+            document TEXT NOT NULL
+        )
+        """,
+        """
+        CREATE TRIGGER history_is_append_only BEFORE UPDATE ON history
+        BEGIN
+            SELECT RAISE(ABORT, 'the trial history is append-only');
+        END
+        """,
+    ),
 )
 
 _METRIC_COLUMNS = (
@@ -125,6 +148,11 @@ class BenchmarkRecord:
         return self.labels.get('unit_checksum')
 
     @property
+    def trial_identity(self) -> str | None:
+        """The hash over what served (llmops.vllm.trial_identity); results measured before it existed have none."""
+        return self.labels.get('trial_identity')
+
+    @property
     def workload(self) -> str:
         """The workload the level belongs to; results measured before workloads existed belong to the default one."""
         return str(self.labels.get('workload') or DEFAULT_WORKLOAD)
@@ -151,6 +179,40 @@ class DecisionRecord:
     unit_checksum: str | None
     document: Mapping[str, t.Any]
     row_id: int | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class HistoryEntry:
+    """One entry of a node's trial history: a trial's start or outcome, a switch or a rollback."""
+
+    host: str
+    document: Mapping[str, t.Any]
+    row_id: int | None = None
+
+    @property
+    def recorded_at(self) -> str:
+        return str(self.document.get('recorded_at') or '')
+
+    @property
+    def model(self) -> str:
+        return str(self.document.get('model') or 'unknown')
+
+    @property
+    def variant(self) -> str:
+        return str(self.document.get('variant'))
+
+    @property
+    def outcome(self) -> str:
+        return str(self.document.get('outcome'))
+
+    @property
+    def run_id(self) -> str | None:
+        return self.document.get('run_id')
+
+    @property
+    def identity(self) -> str | None:
+        identity = self.document.get('identity')
+        return identity.get('sha256') if isinstance(identity, Mapping) else None
 
 
 def records_from_result(result: Mapping[str, t.Any], *, host: str, run_id: str, recorded_at: str,
@@ -283,6 +345,29 @@ class ResultsStore:
             self._connection.execute('ROLLBACK')
             raise
         return cursor.lastrowid
+
+    def add_history(self, entry: HistoryEntry) -> int:
+        """Store one entry of a node's history."""
+        self._connection.execute('BEGIN IMMEDIATE')
+        try:
+            cursor = self._connection.execute(
+                'INSERT INTO history (recorded_at, run_id, host, model, variant, outcome, identity, document)'
+                ' VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+                (entry.recorded_at, entry.run_id, entry.host, entry.model, entry.variant, entry.outcome,
+                 entry.identity, _to_json(entry.document)))
+            self._connection.execute('COMMIT')
+        except BaseException:
+            self._connection.execute('ROLLBACK')
+            raise
+        return cursor.lastrowid
+
+    def history(self, *, host: str | None = None, model: str | None = None) -> list[HistoryEntry]:
+        """Stored history entries, oldest first."""
+        wanted = {name: value for name, value in (('host', host), ('model', model)) if value is not None}
+        where = ' AND '.join(f'{name} = ?' for name in wanted) or '1'
+        rows = self._connection.execute(
+            f'SELECT id, host, document FROM history WHERE {where} ORDER BY recorded_at, id', tuple(wanted.values()))
+        return [HistoryEntry(row_id=row[0], host=row[1], document=json.loads(row[2])) for row in rows]
 
     def decisions(self, *, host: str | None = None, model: str | None = None) -> list[DecisionRecord]:
         """Stored decisions, oldest first."""

@@ -8,7 +8,7 @@
 The unit file holds the command line (venv, model path, flags, speculative config with the draft and
 its revision); the environment file holds the variables. Neither shows the vLLM version installed in
 the venv, so the version is a part of its own. Secrets are not a part: a rotated API key serves the
-same model the same way.
+same model the same way, and the secrets live in a file of their own that is not hashed.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ class TrialIdentityError(ValueError):
 
 
 def trial_identity(parts: Mapping[str, t.Any], recorded: Mapping[str, t.Any] | None = None) -> dict[str, t.Any]:
-    """{sha256, parts, changed}: changed names the parts that differ from the recorded identity, in PARTS order.
+    """{sha256, short, parts, changed}: changed names the parts that differ from the recorded identity.
 
     A part that is unknown (None) still counts: an unpinned draft and a pinned one are different trials.
     A recorded identity without parts (written before identities existed) changes nothing.
@@ -42,4 +42,53 @@ def trial_identity(parts: Mapping[str, t.Any], recorded: Mapping[str, t.Any] | N
     before = recorded.get('parts') if isinstance(recorded, Mapping) else None
     changed = [] if not isinstance(before, Mapping) else [
         name for name in PARTS if before.get(name) != values[name]]
-    return {'sha256': digest, 'parts': values, 'changed': changed}
+    return {'sha256': digest, 'short': digest[:12], 'parts': values, 'changed': changed}
+
+
+def parts_of_spec(spec: Mapping[str, t.Any], unit: str | None, environment: str | None,
+                  vllm_version: str | None) -> dict[str, t.Any]:
+    """The parts of a variant spec (llmops.vllm.variant_spec) with the checksums of its two files.
+
+    The venv and the model come from the command line the unit runs, so that they are what serves and
+    not what an inventory meant.
+    """
+    if not isinstance(spec, Mapping) or not isinstance(spec.get('argv'), list) or not spec['argv']:
+        raise TrialIdentityError('the input must be a variant spec (llmops.vllm.variant_spec) with its argv')
+    argv = [str(word) for word in spec['argv']]
+    executable = argv[0]
+    venv = executable.rsplit('/bin/', 1)[0] if '/bin/' in executable else None
+    model = argv[argv.index('--model') + 1] if '--model' in argv[:-1] else None
+    serve_args = spec.get('serve_args') if isinstance(spec.get('serve_args'), Mapping) else {}
+    draft = spec.get('speculative_config') if isinstance(spec.get('speculative_config'), Mapping) else {}
+    return {
+        'unit': unit,
+        'environment': environment,
+        'vllm_version': spec.get('vllm_version') or vllm_version,
+        'venv': venv,
+        'model': model,
+        'model_revision': serve_args.get('revision'),
+        'draft_model': draft.get('model'),
+        'draft_revision': draft.get('revision'),
+    }
+
+
+def weights_of_spec(spec: Mapping[str, t.Any]) -> list[dict[str, t.Any]]:
+    """The weights a variant loads: its model and its draft, each a directory (path) or a hub repository.
+
+    A hub repository comes with its revision, which HF_HUB_OFFLINE=1 resolves from the node's cache;
+    an unpinned one is looked up at main.
+    """
+    parts = parts_of_spec(spec, None, None, None)
+    name = spec.get('name') or 'the variant'
+    weights = []
+    for kind, model, revision in (('model', parts['model'], parts['model_revision']),
+                                  ('draft', parts['draft_model'], parts['draft_revision'])):
+        if model is None:
+            continue
+        entry = {'what': f'the {kind} of {name}', 'kind': kind}
+        if model.startswith('/'):
+            entry['path'] = model
+        else:
+            entry.update(repo_id=model, revision=revision)
+        weights.append(entry)
+    return weights

@@ -346,6 +346,7 @@ DECIDED_TRIAL = f"""
         model: tiny
         unit_checksum: sum-of-ngram
         baseline_unit_checksum: sum-of-baseline
+        identity: identity-of-ngram
         baseline_lifetime: "{{{{ lifetime }}}}"
       register: decision
 
@@ -395,6 +396,7 @@ def test_a_trial_decision_is_stored_printed_and_learns_from_earlier_lifetimes(pr
         ('ngram', 'keep', 'not_slower'), ('ngram', 'roll_back', 'inconclusive'), ('ngram', 'roll_back', 'inconclusive')]
     assert json.loads(rows[2]['document'])['levels'][0]['lifetimes'] == 3
     assert rows[0]['unit_checksum'] == 'sum-of-ngram'
+    assert json.loads(rows[0]['document'])['identity'] == 'identity-of-ngram'
     files = [document for name, document in project.json_documents(results / 'runs').items() if '_decision_' in name]
     assert [document['document']['reason'] for document in files] == [row['reason'] for row in rows]
     report = (results / 'report.md').read_text(encoding='utf-8')

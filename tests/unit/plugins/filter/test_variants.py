@@ -79,6 +79,9 @@ def filter_settings(hostvars):
         "port": hostvars["vllm_port"],
         "gpu_count": hostvars["vllm_gpu_count"],
         "version": hostvars["vllm_version"],
+        # The role's default: one venv per release under vllm_venv_root.
+        "venv": "/opt/vllm/%s" % hostvars["vllm_version"],
+        "venv_root": "/opt/vllm",
     }
 
 
@@ -256,7 +259,7 @@ def test_rendered_units_pass_systemd_analyze_verify_untouched(rendered):
     units = sorted(str(p) for p in (render_dir / "three").glob("*.service"))
     completed = subprocess.run(["systemd-analyze", "verify", "--man=no"] + units, capture_output=True, text=True,
                                timeout=120, check=False)
-    missing_venv = "Command /opt/vllm/venv/bin/python is not executable: No such file or directory"
+    missing_venv = "Command /opt/vllm/0.32.0/bin/python is not executable: No such file or directory"
     assert [line for line in (completed.stdout + completed.stderr).splitlines() if missing_venv not in line] == []
 
 

@@ -28,7 +28,7 @@ def problems(config, target_tp=1, version=V032, allow_unknown_keys=False):
     ({"method": "ngram", "num_speculative_tokens": 5}, 1),
     ({"method": "ngram_gpu", "num_speculative_tokens": 3, "prompt_lookup_min": 2, "prompt_lookup_max": 2}, 1),
     ({"method": "suffix"}, 1),
-    ({"method": "eagle3", "model": "AQ-MedAI/Kimi-K25-eagle3", "num_speculative_tokens": 4,
+    ({"method": "eagle3", "model": "lightseekorg/kimi-k2.5-eagle3", "num_speculative_tokens": 4,
       "draft_tensor_parallel_size": 8}, 8),
     ({"method": "eagle", "model": "yuhuili/EAGLE-LLaMA3-Instruct-8B", "draft_tensor_parallel_size": 1}, 8),
     ({"method": "draft_model", "model": "/srv/models/draft"}, 2),

@@ -19,7 +19,7 @@ from ansible_collections.llmops.vllm.plugins.module_utils._variants import (
 from ansible_collections.llmops.vllm.tests.unit.plugins.module_utils.systemd_syntax import parse_exec_command
 
 NGRAM = {"method": "ngram", "num_speculative_tokens": 5, "prompt_lookup_max": 4}
-EAGLE3 = {"method": "eagle3", "model": "AQ-MedAI/Kimi-K25-eagle3", "num_speculative_tokens": 4,
+EAGLE3 = {"method": "eagle3", "model": "lightseekorg/kimi-k2.5-eagle3", "num_speculative_tokens": 4,
           "draft_tensor_parallel_size": 8}
 
 
@@ -83,9 +83,49 @@ def test_argv_is_the_server_then_sorted_flags_then_the_speculative_config():
         "--gpu-memory-utilization", "0.92", "--max-model-len", "262144", "--tensor-parallel-size", "8",
         "--tool-call-parser", "kimi_k2", "--trust-remote-code",
         "--speculative-config",
-        '{"draft_tensor_parallel_size":8,"method":"eagle3","model":"AQ-MedAI/Kimi-K25-eagle3",'
+        '{"draft_tensor_parallel_size":8,"method":"eagle3","model":"lightseekorg/kimi-k2.5-eagle3",'
         '"num_speculative_tokens":4}',
     ]
+
+
+def test_a_variant_with_its_own_release_runs_from_the_venv_of_that_release():
+    variants = with_variant("upgrade", {"vllm_version": "0.33.0", "description": "the next release"})
+    specs = resolve(variants=variants, venv="/opt/vllm/0.32.0", venv_root="/opt/vllm/")
+    assert (specs["upgrade"]["vllm_version"], specs["upgrade"]["venv"]) == ("0.33.0", "/opt/vllm/0.33.0")
+    assert specs["upgrade"]["argv"][0] == "/opt/vllm/0.33.0/bin/python"
+    # The baseline and the variants without a release of their own keep the shared venv.
+    assert {name: spec["venv"] for name, spec in specs.items() if name != "upgrade"} == {
+        "baseline": "/opt/vllm/0.32.0", "eagle3": "/opt/vllm/0.32.0", "ngram": "/opt/vllm/0.32.0"}
+    assert specs["baseline"]["vllm_version"] == "0.32.0"
+    # Naming the shared release is the same as naming none.
+    same = resolve(variants=with_variant("again", {"vllm_version": "0.32.0"}), venv="/opt/vllm/0.32.0")
+    assert same["again"]["venv"] == "/opt/vllm/0.32.0"
+
+
+def test_a_variants_speculative_config_is_checked_against_its_own_release():
+    # Medusa is accepted on the shared 0.32.0 and gone from 0.33.
+    medusa = {"method": "medusa", "model": "org/medusa-heads", "num_speculative_tokens": 3}
+    assert resolve(variants=with_variant("heads", {"speculative_config": medusa}))["heads"]["vllm_version"] == "0.32.0"
+    upgraded = {"vllm_version": "0.33.0", "speculative_config": medusa}
+    with pytest.raises(VariantError) as caught:
+        resolve(variants=with_variant("heads", upgraded), venv_root="/opt/vllm")
+    assert [problem for problem in caught.value.problems if "heads" in problem] == [
+        problem for problem in caught.value.problems if problem.startswith("vllm_variants.heads.speculative_config")]
+    assert caught.value.problems
+
+
+@pytest.mark.parametrize("overrides, changes, message", [
+    ({"vllm_version": "0.33.0"}, {},
+     "vllm_variants.upgrade.vllm_version: 0.33.0 needs a venv of its own; set vllm_venv_root"),
+    ({"vllm_version": "../../etc"}, {"venv_root": "/opt/vllm"},
+     'vllm_variants.upgrade.vllm_version: must be a vLLM release such as "0.32.0"'),
+    ({"vllm_version": "0.33.0"}, {"venv_root": "opt/vllm"},
+     "vllm_venv_root: must be an absolute path"),
+])
+def test_a_release_of_its_own_is_refused_without_a_place_for_its_venv(overrides, changes, message):
+    with pytest.raises(VariantError) as caught:
+        resolve(variants=with_variant("upgrade", overrides), **changes)
+    assert any(message in problem for problem in caught.value.problems), caught.value.problems
 
 
 @pytest.mark.parametrize("value, words", [
@@ -229,7 +269,9 @@ BAD_INPUTS = [
     ({"venv": "/opt/my venv"}, "vllm_venv: must be an absolute path"),
     ({"config_dir": "etc/vllm"}, "vllm_config_dir: must be an absolute path"),
     ({"state_dir": "/var/lib/%i"}, "vllm_state_dir: must be an absolute path"),
-    ({"version": "latest"}, "vllm_version: 'latest' does not start with a numeric release"),
+    ({"version": "latest"}, 'vllm_version: must be a vLLM release such as "0.32.0" (digits first, then letters, '
+                            "digits and ._+-), got 'latest'"),
+    ({"version": "0.32/../x"}, 'vllm_version: must be a vLLM release such as "0.32.0"'),
     ({"version": None}, "vllm_version: required"),
     ({"secret_environment_names": ["VLLM_API_KEY", "hf-token"]},
      "vllm_secret_environment.hf-token: not a valid environment variable name"),
@@ -306,7 +348,7 @@ def test_every_bad_input_is_reported_in_one_go():
         "vllm_environment.1X: not a valid environment variable name (letters, digits, _; no leading digit)",
         "vllm_port: must be an integer from 1 to 65535, got 0",
         "vllm_variants.ngram.x: unknown variant key (known: allow_unknown_keys, description, environment, "
-        "serve_args, speculative_config)",
+        "serve_args, speculative_config, vllm_version)",
         "vllm_variants.ngram.speculative_config.num_speculative_tokens: must be an integer > 0, got 0",
     ]
 

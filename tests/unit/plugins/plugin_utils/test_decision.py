@@ -187,6 +187,25 @@ def test_history_from_records_keeps_clean_runs_of_the_same_baseline_unit():
                         'prompt_set_sha256': None}]
 
 
+def test_history_from_records_leaves_out_the_baseline_of_another_identity_behind_the_same_unit():
+    def record(identity, value):
+        labels = {'unit_checksum': 'aaa', 'lifetime': f'L{value}'}
+        if identity:
+            labels['trial_identity'] = identity
+        return BenchmarkRecord(recorded_at='2026-11-30T00:00:00Z', run_id='r1', host='node', model='m',
+                               variant='baseline', metrics={'max_concurrency': 4, 'output_throughput': value},
+                               labels=labels)
+
+    # Another environment or vLLM version behind the same unit file is another server; records from before
+    # identities existed still count.
+    records = [record('same', 100.0), record('other', 50.0), record(None, 90.0)]
+    history = history_from_records(records, host='node', model='m', baseline='baseline', unit_checksum='aaa',
+                                   identity='same')
+    assert [entry['output_throughput'] for entry in history] == [100.0, 90.0]
+    everything = history_from_records(records, host='node', model='m', baseline='baseline', unit_checksum='aaa')
+    assert len(everything) == 3
+
+
 @pytest.mark.parametrize('kwargs, message', [
     ({'keep_when': 'always'}, 'keep_when must be one of not_slower, faster'),
     ({'margin_pct': -1}, 'margin_pct must not be negative'),

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 
 import pytest
@@ -15,18 +16,20 @@ from ansible_collections.llmops.vllm.plugins.plugin_utils._report import (
     text_table,
     write_report,
 )
-from ansible_collections.llmops.vllm.plugins.plugin_utils._results_store import BenchmarkRecord
+from ansible_collections.llmops.vllm.plugins.plugin_utils._results_store import BenchmarkRecord, HistoryEntry
 
 RUN_1 = 'aaaaaaaa11111111'
 RUN_2 = 'bbbbbbbb22222222'
 
 
-def record(variant, run_id, recorded_at, host='gpu-node-1', row_id=None, task_failed=False, **metrics):
+def record(variant, run_id, recorded_at, host='gpu-node-1', row_id=None, task_failed=False, identity=None, **metrics):
+    labels = {'vllm_version': '0.33.0', 'unit_checksum': f'{variant}0123456789abcdef'}
+    if identity:
+        labels['trial_identity'] = identity
     return BenchmarkRecord(
         recorded_at=recorded_at, run_id=run_id, host=host, model='kimi-k2.5', variant=variant,
         metrics={'max_concurrency': 4, **metrics}, row_id=row_id, task_failed=task_failed,
-        labels={'vllm_version': '0.33.0', 'unit_checksum': f'{variant}0123456789abcdef'},
-        options={'num_prompts': 32},
+        labels=labels, options={'num_prompts': 32},
     )
 
 
@@ -40,7 +43,7 @@ RECORDS = [
     record('ngram', RUN_1, '2026-05-01T10:20:00Z', row_id=2, output_throughput=60.0, median_tpot_ms=15.84,
            p90_tpot_ms=17.5, p99_tpot_ms=19.25, median_ttft_ms=90.0, p90_ttft_ms=130.0, p99_ttft_ms=180.5,
            spec_decode_acceptance_rate=65.6, failed=0),
-    record('eagle3', RUN_2, '2026-05-02T09:00:00Z', row_id=3, output_throughput=81.4, median_tpot_ms=11.88,
+    record('eagle3', RUN_2, '2026-05-02T09:00:00Z', row_id=3, identity='e3' * 32, output_throughput=81.4, median_tpot_ms=11.88,
            median_ttft_ms=110.0, spec_decode_acceptance_rate=52.0, failed=2),
     record('baseline', RUN_2, '2026-05-02T09:30:00Z', host='gpu-node-2', row_id=4, output_throughput=71.0,
            output_throughput_mean=70.0, output_throughput_ci95=1.3, median_tpot_ms=14.0, median_ttft_ms=95.0),
@@ -76,11 +79,12 @@ def test_markdown_report_of_a_hand_checked_history():
     history = node_1[node_1.index('### History') + 4:]
     assert history[:3] == [
         '| 2026-05-01T10:00:00Z | `aaaaaaaa` | baseline | default | 4 | 74.0 | 13.20 | 100.0 | – | 0 | 0.33.0'
-        ' | `baseline0123` |  |',
+        ' | unit `baseline0123` |  |',
+        # A result with a trial identity names it; older ones name their unit.
         '| 2026-05-02T09:00:00Z | `bbbbbbbb` | eagle3 | default | 4 | 81.4 | 11.88 | 110.0 | 52.0% | 2 | 0.33.0'
-        ' | `eagle3012345` |  |',
+        ' | `e3e3e3e3e3e3` |  |',
         '| 2026-05-01T10:20:00Z | `aaaaaaaa` | ngram | default | 4 | 60.0 | 15.84 | 90.0 | 65.6% | 0 | 0.33.0'
-        ' | `ngram0123456` |  |',
+        ' | unit `ngram0123456` |  |',
     ]
     assert '![Output tokens/s over time on gpu-node-1, kimi-k2.5](chart.png)' in node_1
     # The mean of the repeats and its 95% interval are shown, not the pooled throughput.
@@ -165,3 +169,38 @@ def test_write_report_draws_one_chart_per_host_and_model(tmp_path):
             assert handle.read(8) == b'\x89PNG\r\n\x1a\n'
     assert '![Output tokens/s over time on gpu-node-1, kimi-k2.5](report-gpu-node-1-kimi-k2.5.png)' in outcome.after
     assert not write_report(str(tmp_path / 'report.md'), RECORDS, 'baseline', 5.0).changed
+
+
+def test_a_variant_on_another_vllm_release_is_flagged():
+    upgrade = record('upgrade', RUN_1, '2026-05-01T10:30:00Z', row_id=5, output_throughput=80.0)
+    upgrade = dataclasses.replace(upgrade, labels={**upgrade.labels, 'vllm_version': '0.34.0'})
+    same = record('ngram', RUN_1, '2026-05-01T10:20:00Z', row_id=2, output_throughput=60.0)
+    records = [RECORDS[0], same, upgrade]
+    lines = markdown_report(records, comparison_rows(records, records, 'baseline', 5.0), 'baseline', 5.0).splitlines()
+    flagged = [line for line in lines if 'runs vLLM' in line]
+    assert flagged == ['- upgrade at concurrency 4: runs vLLM 0.34.0, the baseline 0.33.0; the difference includes'
+                       ' the release.']
+
+
+def test_the_trials_of_a_node_are_shown_with_who_and_the_outcome():
+    trials = [
+        HistoryEntry(host='gpu-node-1', document={
+            'variant': 'ngram', 'model': 'kimi-k2.5', 'outcome': 'rolled_back', 'run_id': 'aaaaaaaa11111111',
+            'recorded_at': '2026-05-01T10:25:00+00:00', 'started_by': 'ops@bastion', 'reason': 'slower at concurrency 4',
+            'identity': {'sha256': '0123456789ab' + 'c' * 52}}),
+        HistoryEntry(host='gpu-node-1', document={
+            'variant': 'ngram', 'model': 'kimi-k2.5', 'outcome': 'blocked', 'recorded_at': '2026-05-01T11:00:00+00:00',
+            'started_by': 'ops@bastion', 'reason': 'rolled back by operator ops@bastion'}),
+        HistoryEntry(host='gpu-node-2', document={'variant': 'x', 'model': 'kimi-k2.5', 'outcome': 'kept'}),
+    ]
+    groups = comparison_rows(RECORDS, RECORDS, 'baseline', 5.0)
+    lines = markdown_report(RECORDS, groups, 'baseline', 5.0, trials=trials).splitlines()
+    node_1 = lines[lines.index('## `gpu-node-1` / `kimi-k2.5`'):lines.index('## `gpu-node-2` / `kimi-k2.5`')]
+    table = node_1[node_1.index('### Trials') + 2:node_1.index('### Trials') + 6]
+    assert table == [
+        '| recorded | by | run | variant | trial | outcome | reason |',
+        '| --- | --- | --- | --- | --- | --- | --- |',
+        '| 2026-05-01T10:25:00+00:00 | ops@bastion | `aaaaaaaa` | ngram | `0123456789ab` | rolled back'
+        ' | slower at concurrency 4 |',
+        '| 2026-05-01T11:00:00+00:00 | ops@bastion | – | ngram | – | blocked | rolled back by operator ops@bastion |',
+    ]

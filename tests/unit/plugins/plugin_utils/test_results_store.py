@@ -15,6 +15,7 @@ import pytest
 from ansible_collections.llmops.vllm.plugins.plugin_utils._results_store import (
     SCHEMA_VERSION,
     BenchmarkRecord,
+    HistoryEntry,
     ResultsStore,
     ResultsStoreError,
     records_from_result,
@@ -104,6 +105,36 @@ def test_stored_rows_cannot_be_rewritten(tmp_path):
     try:
         with pytest.raises(sqlite3.DatabaseError, match='append-only'):
             connection.execute("UPDATE results SET output_throughput = 1000")
+    finally:
+        connection.close()
+
+
+def test_history_entries_round_trip_append_only_and_a_version_2_database_gains_the_table(tmp_path):
+    path = str(tmp_path / 'results.sqlite3')
+    connection = sqlite3.connect(path)
+    try:
+        # A database written by the previous release: results and decisions, schema version 2.
+        connection.execute('CREATE TABLE results (id INTEGER PRIMARY KEY, x TEXT)')
+        connection.execute('CREATE TABLE decisions (id INTEGER PRIMARY KEY, x TEXT)')
+        connection.execute('PRAGMA user_version = 2')
+        connection.commit()
+    finally:
+        connection.close()
+    kept = {'variant': 'ngram', 'model': 'kimi-k2.5', 'outcome': 'kept', 'recorded_at': '2026-12-01T09:00:00+00:00',
+            'run_id': 'abc123', 'identity': {'sha256': 'f' * 64, 'parts': {}}, 'started_by': 'ops@bastion'}
+    blocked = dict(kept, outcome='blocked', recorded_at='2026-12-01T10:00:00+00:00', identity=None)
+    with ResultsStore(path) as store:
+        assert store.schema_version == SCHEMA_VERSION
+        store.add_history(HistoryEntry(host='gpu-node-1', document=kept))
+        store.add_history(HistoryEntry(host='gpu-node-1', document=blocked))
+        entries = store.history(host='gpu-node-1', model='kimi-k2.5')
+    assert [(entry.outcome, entry.identity, entry.run_id) for entry in entries] == [
+        ('kept', 'f' * 64, 'abc123'), ('blocked', None, 'abc123')]
+    assert entries[0].document == kept
+    connection = sqlite3.connect(path)
+    try:
+        with pytest.raises(sqlite3.DatabaseError, match='append-only'):
+            connection.execute("UPDATE history SET outcome = 'kept'")
     finally:
         connection.close()
 

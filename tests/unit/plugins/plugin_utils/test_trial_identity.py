@@ -5,10 +5,14 @@
 from __future__ import annotations
 
 import pytest
+from ansible.errors import AnsibleFilterError
 
+from ansible_collections.llmops.vllm.plugins.filter.trial_identity import trial_identity as trial_identity_filter
+from ansible_collections.llmops.vllm.plugins.filter.variant_weights import variant_weights
 from ansible_collections.llmops.vllm.plugins.plugin_utils._trial_identity import (
     PARTS,
     TrialIdentityError,
+    parts_of_spec,
     trial_identity,
 )
 
@@ -34,8 +38,8 @@ def test_the_changed_parts_are_named_against_the_recorded_identity():
 
 
 def test_an_unknown_part_is_a_value_of_its_own_and_a_left_out_part_is_unknown():
-    pinned = trial_identity(dict(PARTS_OF_NGRAM, draft_model='AQ-MedAI/Kimi-K25-eagle3', draft_revision='3f2a9c1'))
-    unpinned = trial_identity(dict(PARTS_OF_NGRAM, draft_model='AQ-MedAI/Kimi-K25-eagle3'))
+    pinned = trial_identity(dict(PARTS_OF_NGRAM, draft_model='lightseekorg/kimi-k2.5-eagle3', draft_revision='3f2a9c1'))
+    unpinned = trial_identity(dict(PARTS_OF_NGRAM, draft_model='lightseekorg/kimi-k2.5-eagle3'))
     assert pinned['sha256'] != unpinned['sha256']
     assert trial_identity(pinned['parts'], unpinned)['changed'] == ['draft_revision']
     short = dict(PARTS_OF_NGRAM)
@@ -60,3 +64,48 @@ def test_bad_parts_are_refused(parts, message):
     with pytest.raises(TrialIdentityError) as error:
         trial_identity(parts)
     assert message in str(error.value)
+
+
+NGRAM_SPEC = {
+    'name': 'ngram',
+    'argv': ['/opt/vllm/0.32.0/bin/python', '-m', 'vllm.entrypoints.openai.api_server', '--model',
+             '/srv/models/kimi-k2.5', '--port', '8000'],
+    'serve_args': {'revision': 'main'},
+    'speculative_config': {'method': 'eagle3', 'model': 'lightseekorg/kimi-k2.5-eagle3', 'revision': '0123abc'},
+}
+
+
+def test_the_venv_and_the_model_are_read_from_the_command_line_the_unit_runs():
+    parts = parts_of_spec(NGRAM_SPEC, 'a' * 64, None, '0.32.0')
+    assert parts == {'unit': 'a' * 64, 'environment': None, 'vllm_version': '0.32.0', 'venv': '/opt/vllm/0.32.0',
+                     'model': '/srv/models/kimi-k2.5', 'model_revision': 'main',
+                     'draft_model': 'lightseekorg/kimi-k2.5-eagle3', 'draft_revision': '0123abc'}
+
+
+def test_a_version_named_by_the_variant_wins_over_the_default():
+    assert parts_of_spec(dict(NGRAM_SPEC, vllm_version='0.33.1'), None, None, '0.32.0')['vllm_version'] == '0.33.1'
+
+
+def test_a_variant_without_a_draft_or_revisions_leaves_those_parts_unknown():
+    parts = parts_of_spec({'argv': ['/usr/bin/vllm', 'serve'], 'speculative_config': None}, None, None, None)
+    assert (parts['venv'], parts['model'], parts['draft_model'], parts['model_revision']) == ('/usr', None, None, None)
+
+
+def test_the_filter_names_the_part_that_changed_since_the_recorded_trial():
+    recorded = trial_identity_filter(NGRAM_SPEC, unit='a' * 64, environment='b' * 64, vllm_version='0.32.0')
+    again = trial_identity_filter(NGRAM_SPEC, unit='a' * 64, environment='c' * 64, vllm_version='0.32.0',
+                                  recorded=recorded)
+    assert again['changed'] == ['environment'] and again['short'] == again['sha256'][:12]
+    with pytest.raises(AnsibleFilterError, match='trial_identity: the input must be a variant spec'):
+        trial_identity_filter({'name': 'ngram'})
+
+
+def test_the_weights_of_a_variant_are_its_model_and_its_draft():
+    assert variant_weights(NGRAM_SPEC) == [
+        {'what': 'the model of ngram', 'kind': 'model', 'path': '/srv/models/kimi-k2.5'},
+        {'what': 'the draft of ngram', 'kind': 'draft', 'repo_id': 'lightseekorg/kimi-k2.5-eagle3',
+         'revision': '0123abc'}]
+    from_hub = dict(NGRAM_SPEC, argv=['/opt/vllm/0.32.0/bin/python', '--model', 'moonshotai/Kimi-K2.5'],
+                    serve_args={}, speculative_config={'method': 'ngram'})
+    assert variant_weights(from_hub) == [
+        {'what': 'the model of ngram', 'kind': 'model', 'repo_id': 'moonshotai/Kimi-K2.5', 'revision': None}]

@@ -1,0 +1,39 @@
+"""Wait until a vLLM server reports at least COUNT requests running (vllm:num_requests_running).
+
+The drain test's before-hook runs it between starting the client's streams and taking the node out of
+service, so that the drain always begins with every stream in flight, on a slow CPU or a fast one.
+Exits 1 when the count is not reached within --timeout seconds.
+"""
+
+import argparse
+import sys
+import time
+import urllib.request
+
+
+def running(url):
+    text = urllib.request.urlopen(url, timeout=5).read().decode("utf-8", "replace")
+    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+               if line.startswith("vllm:num_requests_running"))
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--url", required=True, help="the server's /metrics")
+    parser.add_argument("--count", type=int, required=True)
+    parser.add_argument("--timeout", type=float, default=60)
+    args = parser.parse_args()
+    deadline = time.monotonic() + args.timeout
+    seen = 0
+    while time.monotonic() < deadline:
+        seen = running(args.url)
+        if seen >= args.count:
+            print("%d requests running" % seen)
+            return 0
+        time.sleep(0.1)
+    print("only %d of %d requests running after %.0f s" % (seen, args.count, args.timeout), file=sys.stderr)
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

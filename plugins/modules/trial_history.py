@@ -1,0 +1,123 @@
+#!/usr/bin/python
+# Copyright (c) 2026, llmops.vllm maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: trial_history
+short_description: Append one entry to a node's append-only history of trials, switches and rollbacks
+version_added: 1.1.0
+description:
+  - Appends O(entry) as one JSON line to O(path), and never rewrites what is there, so that the history of what
+    was tried on a node, by whom and with which outcome survives every later trial.
+  - The line is written with one C(write) to a file opened for appending and flushed to disk before the module
+    returns; a run killed while writing leaves at most one unterminated last line, which readers skip.
+  - The C(llmops.vllm.variant_benchmarks) callback stores every entry this module returns in the controller's
+    results database too.
+author:
+  - llmops.vllm maintainers (!UNKNOWN)
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+attributes:
+  check_mode:
+    support: full
+    details: In check mode nothing is written; the entry is returned as it would be.
+  diff_mode:
+    support: none
+  platform:
+    platforms: posix
+options:
+  path:
+    description: The history file, created with mode C(0644) when missing.
+    type: path
+    required: true
+  entry:
+    description:
+      - The entry. It must hold C(variant) and C(outcome); C(recorded_at), an ISO 8601 time with its time zone,
+        is added when missing.
+    type: dict
+    required: true
+seealso:
+  - module: llmops.vllm.trial_decision
+"""
+
+EXAMPLES = r"""
+- name: Keep the trial in the node's history
+  llmops.vllm.trial_history:
+    path: /var/lib/vllm-switch/kimi-k2.5/history.jsonl
+    entry:
+      variant: ngram
+      outcome: rolled_back
+      reason: slower at concurrency 8
+      user: ops
+      controller: bastion.example.com
+      run_id: 5b0e9d3c
+"""
+
+RETURN = r"""
+entry:
+  description: The entry as it was written.
+  returned: always
+  type: dict
+path:
+  description: The history file.
+  returned: always
+  type: str
+entries:
+  description: How many entries the history holds now.
+  returned: always
+  type: int
+"""
+
+import datetime
+import json
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+
+
+def _count(path):
+    try:
+        with open(path, 'rb') as handle:
+            return sum(1 for line in handle if line.endswith(b'\n'))
+    except OSError:
+        return 0
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(path=dict(type='path', required=True), entry=dict(type='dict', required=True)),
+        supports_check_mode=True,
+    )
+    path = module.params['path']
+    entry = dict(module.params['entry'])
+    missing = [key for key in ('variant', 'outcome') if not entry.get(key)]
+    if missing:
+        module.fail_json(msg='entry: must hold %s' % ', '.join(missing), path=path)
+    entry.setdefault('recorded_at', datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds'))
+    line = (json.dumps(entry, sort_keys=True, default=str) + '\n').encode('utf-8')
+    if module.check_mode:
+        module.exit_json(changed=True, entry=entry, path=path, entries=_count(path) + 1)
+    try:
+        # A line cut off by a killed writer must not swallow this one: start on a fresh line.
+        size = os.path.getsize(path) if os.path.exists(path) else 0
+        if size:
+            with open(path, 'rb') as handle:
+                handle.seek(size - 1)
+                if handle.read(1) != b'\n':
+                    line = b'\n' + line
+        descriptor = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(descriptor, line)
+            os.fsync(descriptor)
+        finally:
+            os.close(descriptor)
+    except OSError as exc:
+        module.fail_json(msg='could not append to %s: %s' % (path, exc), path=path)
+    module.exit_json(changed=True, entry=entry, path=path, entries=_count(path))
+
+
+if __name__ == '__main__':
+    main()
