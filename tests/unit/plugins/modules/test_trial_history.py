@@ -8,42 +8,24 @@ import datetime
 import json
 
 import pytest
-from ansible.module_utils import basic
-from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.llmops.vllm.plugins.modules import trial_history
+from wait_fakes import run_module
 
 
-class ModuleExit(Exception):
-    pass
-
-
-def raise_result(self, **result):
-    raise ModuleExit(result)
-
-
-def raise_failure(self, **result):
-    raise ModuleExit(dict(result, failed=True))
-
-
-@pytest.fixture(autouse=True)
-def module_exits(monkeypatch):
-    monkeypatch.setattr(basic.AnsibleModule, 'exit_json', raise_result)
-    monkeypatch.setattr(basic.AnsibleModule, 'fail_json', raise_failure)
-
-
-def append(path, entry, check_mode=False):
-    with patch_module_args(dict(path=str(path), entry=entry, _ansible_check_mode=check_mode)):
-        with pytest.raises(ModuleExit) as caught:
-            trial_history.main()
-    return caught.value.args[0]
+@pytest.fixture
+def append(monkeypatch):
+    def run(path, entry, check_mode=False):
+        failed, result = run_module(monkeypatch, trial_history, dict(path=str(path), entry=entry), check_mode)
+        return dict(result, failed=True) if failed else result
+    return run
 
 
 def lines(path):
     return [json.loads(line) for line in path.read_text(encoding='utf-8').splitlines() if line.strip()]
 
 
-def test_entries_are_appended_and_earlier_ones_kept_as_written(tmp_path):
+def test_entries_are_appended_and_earlier_ones_kept_as_written(tmp_path, append):
     history = tmp_path / 'history.jsonl'
     first = append(history, {'variant': 'ngram', 'outcome': 'in_progress', 'user': 'ops'})
     second = append(history, {'variant': 'ngram', 'outcome': 'rolled_back', 'reason': 'slower at concurrency 8',
@@ -55,7 +37,7 @@ def test_entries_are_appended_and_earlier_ones_kept_as_written(tmp_path):
     assert oct(history.stat().st_mode & 0o777) == '0o644'
 
 
-def test_a_line_cut_off_by_a_killed_writer_does_not_swallow_the_next(tmp_path):
+def test_a_line_cut_off_by_a_killed_writer_does_not_swallow_the_next(tmp_path, append):
     history = tmp_path / 'history.jsonl'
     append(history, {'variant': 'ngram', 'outcome': 'kept'})
     with history.open('a', encoding='utf-8') as handle:
@@ -66,7 +48,7 @@ def test_a_line_cut_off_by_a_killed_writer_does_not_swallow_the_next(tmp_path):
     assert text[1] == '{"variant": "eagle3", "outc'
 
 
-def test_check_mode_writes_nothing_and_an_entry_without_outcome_is_refused(tmp_path):
+def test_check_mode_writes_nothing_and_an_entry_without_outcome_is_refused(tmp_path, append):
     history = tmp_path / 'history.jsonl'
     assert append(history, {'variant': 'ngram', 'outcome': 'kept'}, check_mode=True)['entries'] == 1
     assert not history.exists()

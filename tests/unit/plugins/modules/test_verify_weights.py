@@ -8,37 +8,19 @@ import json
 import struct
 
 import pytest
-from ansible.module_utils import basic
-from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.llmops.vllm.plugins.modules import verify_weights
+from wait_fakes import run_module
 
 COMMIT = '5f1c2a0e4b7d9a3c6e8f0b1d2c4e6a8b0c2d4e6f'
 
 
-class ModuleExit(Exception):
-    pass
-
-
-def raise_result(self, **result):
-    raise ModuleExit(result)
-
-
-def raise_failure(self, **result):
-    raise ModuleExit(dict(result, failed=True))
-
-
-@pytest.fixture(autouse=True)
-def module_exits(monkeypatch):
-    monkeypatch.setattr(basic.AnsibleModule, 'exit_json', raise_result)
-    monkeypatch.setattr(basic.AnsibleModule, 'fail_json', raise_failure)
-
-
-def call(**args):
-    with patch_module_args(args):
-        with pytest.raises(ModuleExit) as caught:
-            verify_weights.main()
-    return caught.value.args[0]
+@pytest.fixture
+def call(monkeypatch):
+    def run(**args):
+        failed, result = run_module(monkeypatch, verify_weights, args)
+        return dict(result, failed=True) if failed else result
+    return run
 
 
 def write_safetensors(path, tensors):
@@ -63,7 +45,7 @@ def sharded_model(directory):
     return sizes
 
 
-def test_a_whole_sharded_model_passes_with_its_files_and_sizes(tmp_path):
+def test_a_whole_sharded_model_passes_with_its_files_and_sizes(tmp_path, call):
     sizes = sharded_model(tmp_path / 'model')
     result = call(path=str(tmp_path / 'model'), what='the model of baseline')
     assert 'failed' not in result and result['problems'] == []
@@ -71,7 +53,7 @@ def test_a_whole_sharded_model_passes_with_its_files_and_sizes(tmp_path):
     assert result['msg'].startswith('the model of baseline is whole: 2 weight files, 0.0 MB, in ')
 
 
-def test_a_shard_cut_short_or_missing_fails_naming_it(tmp_path):
+def test_a_shard_cut_short_or_missing_fails_naming_it(tmp_path, call):
     sharded_model(tmp_path / 'model')
     second = tmp_path / 'model' / 'model-00002-of-00002.safetensors'
     second.write_bytes(second.read_bytes()[:-100])
@@ -83,7 +65,7 @@ def test_a_shard_cut_short_or_missing_fails_naming_it(tmp_path):
     assert call(path=str(tmp_path / 'model'))['problems'] == ['%s is missing' % second]
 
 
-def test_a_shard_of_another_revision_lacks_the_tensors_the_index_places_in_it(tmp_path):
+def test_a_shard_of_another_revision_lacks_the_tensors_the_index_places_in_it(tmp_path, call):
     sharded_model(tmp_path / 'model')
     write_safetensors(tmp_path / 'model' / 'model-00002-of-00002.safetensors', {'layer.1': 32, 'lm_head': 64})
     assert call(path=str(tmp_path / 'model'))['problems'] == [
@@ -91,7 +73,7 @@ def test_a_shard_of_another_revision_lacks_the_tensors_the_index_places_in_it(tm
         % (tmp_path / 'model' / 'model-00002-of-00002.safetensors')]
 
 
-def test_a_hub_model_is_found_by_its_branch_or_commit_in_the_cache(tmp_path):
+def test_a_hub_model_is_found_by_its_branch_or_commit_in_the_cache(tmp_path, call):
     repo = tmp_path / 'hub' / 'models--lightseekorg--kimi-k2.5-eagle3'
     sharded_model(repo / 'snapshots' / COMMIT)
     (repo / 'refs').mkdir()
@@ -105,7 +87,7 @@ def test_a_hub_model_is_found_by_its_branch_or_commit_in_the_cache(tmp_path):
     assert 'snapshots/' + 'a' * 40 in other['msg']
 
 
-def test_a_directory_that_is_not_there_or_holds_no_weights_fails(tmp_path):
+def test_a_directory_that_is_not_there_or_holds_no_weights_fails(tmp_path, call):
     assert call(path=str(tmp_path / 'absent'))['problems'] == ['%s does not exist on the node' % (tmp_path / 'absent')]
     (tmp_path / 'empty').mkdir()
     assert call(path=str(tmp_path / 'empty'))['problems'] == [
@@ -113,7 +95,7 @@ def test_a_directory_that_is_not_there_or_holds_no_weights_fails(tmp_path):
         '%s holds no weights (no model.safetensors.index.json, *.safetensors or pytorch_model*.bin)' % (tmp_path / 'empty')]
 
 
-def test_a_file_that_is_not_safetensors_is_named(tmp_path):
+def test_a_file_that_is_not_safetensors_is_named(tmp_path, call):
     (tmp_path / 'model').mkdir()
     (tmp_path / 'model' / 'config.json').write_text('{}', encoding='utf-8')
     (tmp_path / 'model' / 'model.safetensors').write_bytes(b'<html>rate limited</html>')
