@@ -1,4 +1,4 @@
-"""Wait until a vLLM server reports at least COUNT requests running (vllm:num_requests_running).
+"""Wait until a vLLM server has at least COUNT requests in flight (vllm:num_requests_running + waiting).
 
 The drain test's before-hook runs it between starting the client's streams and taking the node out of
 service, so that the drain always begins with every stream in flight, on a slow CPU or a fast one.
@@ -11,10 +11,10 @@ import time
 import urllib.request
 
 
-def running(url):
+def in_flight(url):
     text = urllib.request.urlopen(url, timeout=5).read().decode("utf-8", "replace")
     return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
-               if line.startswith("vllm:num_requests_running"))
+               if line.startswith(("vllm:num_requests_running", "vllm:num_requests_waiting")))
 
 
 def main():
@@ -26,12 +26,12 @@ def main():
     deadline = time.monotonic() + args.timeout
     seen = 0
     while time.monotonic() < deadline:
-        seen = running(args.url)
+        seen = in_flight(args.url)
         if seen >= args.count:
-            print("%d requests running" % seen)
+            print("%d requests in flight" % seen)
             return 0
         time.sleep(0.1)
-    print("only %d of %d requests running after %.0f s" % (seen, args.count, args.timeout), file=sys.stderr)
+    print("only %d of %d requests in flight after %.0f s" % (seen, args.count, args.timeout), file=sys.stderr)
     return 1
 
 
