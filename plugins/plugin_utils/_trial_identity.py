@@ -92,3 +92,35 @@ def weights_of_spec(spec: Mapping[str, t.Any]) -> list[dict[str, t.Any]]:
             entry.update(repo_id=model, revision=revision)
         weights.append(entry)
     return weights
+
+
+# Outcomes that end a trial against the target: it is not tried again while its identity is the same.
+SETTLED_AGAINST = ('rolled_back', 'failed', 'fell_back')
+# Outcomes after which a change to the identity re-opens the trial, and is named.
+DECIDED = ('kept',) + SETTLED_AGAINST
+
+
+def trial_state(record: Mapping[str, t.Any] | None, identity: Mapping[str, t.Any], unit_checksum: str | None, *,
+                running: bool, baseline: bool, force: bool = False) -> dict[str, t.Any]:
+    """What a switch does with its target, from the target's trial record and its identity now.
+
+    - settled: a trial of this very target (same unit, nothing in its identity changed) ended against it;
+      it is reported, not repeated, unless forced.
+    - stale: the target runs, but its unit or identity changed since its trial: what runs was never tried
+      as it is now, so it is tried again.
+    - interrupted: the record says a trial started and never finished.
+    - reopened: the parts named when a decided trial is open again because they changed.
+    The baseline is never tried against itself: all four are false or empty for it.
+    """
+    record = record if isinstance(record, Mapping) else {}
+    changed = list(identity.get('changed') or []) if isinstance(identity, Mapping) else []
+    outcome = record.get('outcome')
+    recorded_unit = record.get('unit_checksum')
+    if baseline:
+        return {'settled': False, 'stale': False, 'interrupted': False, 'reopened': []}
+    return {
+        'settled': (not force and recorded_unit == unit_checksum and not changed and outcome in SETTLED_AGAINST),
+        'stale': running and (recorded_unit not in (None, unit_checksum) or bool(changed)),
+        'interrupted': outcome == 'in_progress',
+        'reopened': changed if outcome in DECIDED else [],
+    }

@@ -8,6 +8,7 @@ import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.llmops.vllm.plugins.filter.trial_identity import trial_identity as trial_identity_filter
+from ansible_collections.llmops.vllm.plugins.filter.trial_state import trial_state as trial_state_filter
 from ansible_collections.llmops.vllm.plugins.filter.variant_weights import variant_weights
 from ansible_collections.llmops.vllm.plugins.plugin_utils._trial_identity import (
     PARTS,
@@ -109,3 +110,37 @@ def test_the_weights_of_a_variant_are_its_model_and_its_draft():
                     serve_args={}, speculative_config={'method': 'ngram'})
     assert variant_weights(from_hub) == [
         {'what': 'the model of ngram', 'kind': 'model', 'repo_id': 'moonshotai/Kimi-K2.5', 'revision': None}]
+
+
+@pytest.mark.parametrize('record, changed, unit, running, force, expected', [
+    # Rolled back with this very unit and identity: settled, not repeated.
+    ({'outcome': 'rolled_back', 'unit_checksum': 'u1'}, [], 'u1', False, False,
+     {'settled': True, 'stale': False, 'interrupted': False, 'reopened': []}),
+    # The same, forced: tried again.
+    ({'outcome': 'rolled_back', 'unit_checksum': 'u1'}, [], 'u1', False, True,
+     {'settled': False, 'stale': False, 'interrupted': False, 'reopened': []}),
+    # Fell back in service, then the environment changed: open again, naming it.
+    ({'outcome': 'fell_back', 'unit_checksum': 'u1'}, ['environment'], 'u1', False, False,
+     {'settled': False, 'stale': False, 'interrupted': False, 'reopened': ['environment']}),
+    # Kept and running, with a new unit file: stale, tried again.
+    ({'outcome': 'kept', 'unit_checksum': 'u1'}, [], 'u2', True, False,
+     {'settled': False, 'stale': True, 'interrupted': False, 'reopened': []}),
+    # Kept and running, its vLLM version changed: stale, and the part is named.
+    ({'outcome': 'kept', 'unit_checksum': 'u1'}, ['vllm_version'], 'u1', True, False,
+     {'settled': False, 'stale': True, 'interrupted': False, 'reopened': ['vllm_version']}),
+    # A killed run's record.
+    ({'outcome': 'in_progress', 'unit_checksum': 'u1'}, [], 'u1', True, False,
+     {'settled': False, 'stale': False, 'interrupted': True, 'reopened': []}),
+    # No record at all: a first trial.
+    ({}, [], 'u1', False, False, {'settled': False, 'stale': False, 'interrupted': False, 'reopened': []}),
+    # Blocked by an operator: the block is the role's own refusal, not a settled trial.
+    ({'outcome': 'blocked', 'unit_checksum': 'u1'}, ['unit'], 'u1', False, False,
+     {'settled': False, 'stale': False, 'interrupted': False, 'reopened': []}),
+])
+def test_what_a_switch_does_with_its_target(record, changed, unit, running, force, expected):
+    assert trial_state_filter(record, {'changed': changed}, unit, running, False, force) == expected
+
+
+def test_the_baseline_is_never_tried_against_itself():
+    assert trial_state_filter({'outcome': 'in_progress'}, {'changed': ['unit']}, 'u', True, True) == {
+        'settled': False, 'stale': False, 'interrupted': False, 'reopened': []}

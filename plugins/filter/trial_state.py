@@ -1,0 +1,88 @@
+# Copyright (c) 2026, llmops.vllm maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+name: trial_state
+short_description: What a switch does with its target, from the target's trial record and its identity now
+version_added: 1.1.0
+author:
+  - llmops.vllm maintainers (!UNKNOWN)
+description:
+  - The one rule of the C(llmops.vllm.vllm_switch) role for a target that has a trial record.
+  - RV(_value.settled) - a trial of this very target (same unit, nothing in its identity changed) was rolled back,
+    failed or fell back in service; it is reported, not repeated, unless O(force).
+  - RV(_value.stale) - the target runs, but its unit or identity changed since its trial, so it is tried again.
+  - RV(_value.interrupted) - a trial started and never finished.
+  - RV(_value.reopened) - the parts of the identity that changed since a decided trial, to name.
+  - The baseline is never tried against itself; everything is false or empty for it.
+options:
+  _input:
+    description: The target's trial record, as the role wrote it; V(null) or V({}) when there is none.
+    type: dict
+    required: true
+  identity:
+    description: The target's identity now, as P(llmops.vllm.trial_identity#filter) returns it with the record's.
+    type: dict
+    required: true
+  unit_checksum:
+    description: The SHA-256 of the target's unit file now.
+    type: str
+    required: true
+  running:
+    description: Whether the target's unit runs now.
+    type: bool
+    required: true
+  baseline:
+    description: Whether the target is the baseline.
+    type: bool
+    required: true
+  force:
+    description: Try the target again even when a settled trial says not to (C(vllm_switch_force)).
+    type: bool
+    default: false
+seealso:
+  - plugin: llmops.vllm.trial_identity
+    plugin_type: filter
+"""
+
+EXAMPLES = r"""
+- name: Decide what to do with the target
+  ansible.builtin.set_fact:
+    state: >-
+      {{ trial_record | llmops.vllm.trial_state(identity=identity, unit_checksum=unit_file.stat.checksum,
+                                                running=target_unit in active_units, baseline=false) }}
+"""
+
+RETURN = r"""
+_value:
+  description: What to do.
+  type: dict
+  contains:
+    settled:
+      description: The trial ended against the target and nothing changed since; do not repeat it.
+      type: bool
+    stale:
+      description: The running target changed since its trial; try it again.
+      type: bool
+    interrupted:
+      description: A trial of the target started and never finished.
+      type: bool
+    reopened:
+      description: The parts of the identity that changed since a decided trial.
+      type: list
+      elements: str
+"""
+
+from ansible_collections.llmops.vllm.plugins.plugin_utils._trial_identity import trial_state as decide
+
+
+def trial_state(record, identity, unit_checksum, running, baseline, force=False):
+    return decide(record, identity, unit_checksum, running=bool(running), baseline=bool(baseline), force=bool(force))
+
+
+class FilterModule:
+    def filters(self):
+        return {'trial_state': trial_state}
