@@ -160,7 +160,6 @@ def test_write_report_without_charts_does_not_mention_them(tmp_path):
 
 
 def test_write_report_draws_one_chart_per_host_and_model(tmp_path):
-    pytest.importorskip('matplotlib')
     outcome = write_report(str(tmp_path / 'report.md'), RECORDS, 'baseline', 5.0)
     assert [path.rsplit('/', 1)[1] for path in outcome.charts] == [
         'report-gpu-node-1-kimi-k2.5.png', 'report-gpu-node-2-kimi-k2.5.png']
