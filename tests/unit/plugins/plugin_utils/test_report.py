@@ -7,7 +7,6 @@ from __future__ import annotations
 import dataclasses
 import sys
 
-import pytest
 
 from ansible_collections.llmops.vllm.plugins.plugin_utils._comparison import comparison_rows
 from ansible_collections.llmops.vllm.plugins.plugin_utils._report import (
