@@ -20,6 +20,7 @@ _ARGUMENT_SPEC = {
     'baseline_variant': {'type': 'str'},
     'noise_pct': {'type': 'float'},
     'chart': {'type': 'bool', 'default': True},
+    'rankings': {'type': 'list', 'elements': 'dict', 'default': []},
 }
 
 
@@ -46,7 +47,7 @@ class ActionModule(ActionBase):
                 decisions = store.decisions()
                 history = store.history()
             outcome = write_report(args['dest'], records, baseline_variant, noise_pct, decisions=decisions,
-                                   history=history,
+                                   history=history, rankings=args['rankings'],
                                    draw_charts=args['chart'], check_mode=self._task.check_mode)
         except (sqlite3.Error, OSError, ResultsStoreError) as error:
             raise AnsibleActionFail(f'Could not write the report {args["dest"]} from {database}: {error}') from error

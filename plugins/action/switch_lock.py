@@ -8,6 +8,7 @@ import datetime
 import getpass
 import hashlib
 import os
+import re
 import socket
 import time
 
@@ -48,13 +49,24 @@ def process_alive(pid, started):
     return now is not None and (started is None or str(started) == now)
 
 
+# A playbook called by its FQCN from an installed collection (llmops.vllm.switch_variant).
+_PLAYBOOK_FQCN = re.compile(r'^[a-z0-9_]+\.[a-z0-9_]+\.[a-z0-9_]+$')
+
+
+def playbooks_of(argv):
+    """The playbooks an ansible-playbook command line runs, by file name or FQCN; None when it names none."""
+    # Not an extra-vars file (@vars.yml), which ends like a playbook.
+    return ' '.join(os.path.basename(word) for word in argv if not word.startswith('@')
+                    and (word.endswith(('.yml', '.yaml')) or _PLAYBOOK_FQCN.match(word))) or None
+
+
 def _playbooks(pid):
     try:
         with open(f'/proc/{pid}/cmdline', 'rb') as handle:
             words = handle.read().decode('utf-8', 'replace').split('\x00')
     except OSError:
         return None
-    return ' '.join(os.path.basename(word) for word in words if word.endswith(('.yml', '.yaml'))) or None
+    return playbooks_of(words[1:])
 
 
 def controller_identity(now):

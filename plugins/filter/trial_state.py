@@ -17,6 +17,7 @@ description:
   - RV(_value.stale) - the target runs, but its unit or identity changed since its trial, so it is tried again.
   - RV(_value.interrupted) - a trial started and never finished.
   - RV(_value.reopened) - the parts of the identity that changed since a decided trial, to name.
+  - RV(_value.serves) - for a settled target that does not run, what serves after the run (O(decided_serves)).
   - The baseline is never tried against itself; everything is false or empty for it.
 options:
   _input:
@@ -41,6 +42,21 @@ options:
     required: true
   force:
     description: Try the target again even when a settled trial says not to (C(vllm_switch_force)).
+    type: bool
+    default: false
+  decided_serves:
+    description:
+      - What serves when the target's trial was decided already and the target does not run
+        (C(vllm_switch_decided_serves)).
+      - V(baseline) puts the baseline back; a trial that kept the target is then not settled, and is made again.
+      - V(running) leaves the unit of the model that runs (the baseline starts only when none runs), and a
+        trial that kept the target is settled too.
+      - V(target) serves the target when its trial kept it, otherwise as V(running).
+    type: str
+    choices: [baseline, running, target]
+    default: baseline
+  others_running:
+    description: Whether another unit of the model than the target runs now.
     type: bool
     default: false
 seealso:
@@ -74,13 +90,24 @@ _value:
       description: The parts of the identity that changed since a decided trial.
       type: list
       elements: str
+    serves:
+      description: For a settled target that does not run, V(target), V(running) or V(baseline); V(null) otherwise.
+      type: str
 """
 
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.llmops.vllm.plugins.plugin_utils._trial_identity import TrialIdentityError
 from ansible_collections.llmops.vllm.plugins.plugin_utils._trial_identity import trial_state as decide
 
 
-def trial_state(record, identity, unit_checksum, running, baseline, force=False):
-    return decide(record, identity, unit_checksum, running=bool(running), baseline=bool(baseline), force=bool(force))
+def trial_state(record, identity, unit_checksum, running, baseline, force=False, decided_serves='baseline',
+                others_running=False):
+    try:
+        return decide(record, identity, unit_checksum, running=bool(running), baseline=bool(baseline),
+                      force=bool(force), decided_serves=decided_serves, others_running=bool(others_running))
+    except TrialIdentityError as error:
+        raise AnsibleFilterError(f'trial_state: {error}') from error
 
 
 class FilterModule:

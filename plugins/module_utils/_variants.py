@@ -201,6 +201,34 @@ def _check_tensor_parallel_size(problems, where, serve_args, gpu_count):
                         % (where, tensor_parallel_size, gpu_count))
 
 
+# Flags that start or join a deployment spanning several nodes; each node would need units these roles do not write.
+_MULTI_NODE_FLAGS = ("nnodes", "node_rank", "headless", "master_addr", "master_port", "data_parallel_address",
+                     "data_parallel_rpc_port", "data_parallel_start_rank")
+SPANS_NODES = "docs/architecture.md, \"Beyond one node\""
+
+
+def _check_one_node(problems, where, serve_args, gpu_count):
+    """A unit of these roles is the whole server on one node; a model that spans nodes is refused, saying why."""
+    backend = serve_args.get("distributed_executor_backend")
+    if backend == "ray":
+        problems.append("%s.distributed_executor_backend: 'ray' runs the model as a Ray cluster across nodes, which "
+                        "these roles do not deploy yet (they write one unit per node; see %s); on one node leave it "
+                        "unset or use 'mp'" % (where, SPANS_NODES))
+    for flag in _MULTI_NODE_FLAGS:
+        if serve_args.get(flag) not in (None, False):
+            problems.append("%s.%s: joins a deployment that spans nodes, which these roles do not deploy yet (see %s)"
+                            % (where, flag, SPANS_NODES))
+    sizes = [serve_args.get(name) for name in ("tensor_parallel_size", "pipeline_parallel_size")]
+    # A tensor-parallel size that does not fit the node is reported on its own (_check_tensor_parallel_size).
+    fits = _is_int(gpu_count) and gpu_count >= 1 and all(size is None or (_is_int(size) and size >= 1) for size in sizes)
+    if fits and gpu_count % (sizes[0] or 1) == 0:
+        needed = (sizes[0] or 1) * (sizes[1] or 1)
+        if needed > gpu_count:
+            problems.append("%s: tensor_parallel_size x pipeline_parallel_size needs %d GPUs, more than this node's "
+                            "vllm_gpu_count (%d): the model would span nodes, which these roles do not deploy yet "
+                            "(see %s)" % (where, needed, gpu_count, SPANS_NODES))
+
+
 def environment_strings(environment, where):
     """Return a copy of environment with every value as text, or raise VariantError naming where."""
     problems = []
@@ -251,6 +279,7 @@ class _Settings:
         if not _is_int(gpu_count) or gpu_count < 1:
             problems.append("vllm_gpu_count: must be an integer >= 1, got %r" % (gpu_count,))
         _check_tensor_parallel_size(problems, "vllm_serve_args", self.serve_args, gpu_count)
+        _check_one_node(problems, "vllm_serve_args", self.serve_args, gpu_count)
         self.environment = _check_mapping(problems, "vllm_environment", environment)
         _check_environment(problems, "vllm_environment", self.environment, refuse_secrets=True)
 
@@ -349,6 +378,11 @@ def _resolve_one(problems, settings, name, overrides):
         problems.append("%s.serve_args.port: must be an integer from 1 to 65535, got %r" % (where, port))
 
     _check_tensor_parallel_size(problems, where + ".serve_args", variant_args, settings.gpu_count)
+    # What the baseline's own arguments break is said once, for the baseline.
+    baseline_spans = []
+    _check_one_node(baseline_spans, "", settings.serve_args, settings.gpu_count)
+    if variant_args and not baseline_spans:
+        _check_one_node(problems, where + ".serve_args", serve_args, settings.gpu_count)
     tensor_parallel_size = serve_args.get("tensor_parallel_size")
     if tensor_parallel_size is None:
         tensor_parallel_size = 1

@@ -53,6 +53,14 @@ options:
       - Whether to draw the charts. Without C(matplotlib) no chart is drawn either way.
     type: bool
     default: true
+  rankings:
+    description:
+      - The rankings of compared variants to show first in their host's and model's section, as
+        C(llmops.vllm.compare_variants) makes them.
+      - Each item has C(host), C(model), C(best) and C(ranked), the rows of P(llmops.vllm.variant_ranking#filter).
+    type: list
+    elements: dict
+    default: []
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - ansible.builtin.action_common_attributes.flow

@@ -514,7 +514,7 @@ def _what_would_decide(level):
         return 'at least two runs a side'
     if between is not None and (within is None or between >= within):
         return ('between-lifetime noise decides the width (+/-%.1f%% from %d baseline lifetimes): more baseline'
-                ' lifetimes in the history narrow it (playbooks/benchmark.yml after a restart of the baseline)'
+                ' lifetimes in the history narrow it (ansible-playbook llmops.vllm.benchmark after a restart of the baseline)'
                 % (between, level['lifetimes']))
     return ('within-lifetime noise decides the width (+/-%.1f%%): more repeats or more prompts per run narrow it'
             % within)

@@ -95,11 +95,13 @@ def text_table(groups: Mapping[tuple[str, str], list[ComparisonRow]], baseline_v
 def markdown_report(records: list[t.Any], groups: Mapping[tuple[str, str], list[ComparisonRow]],
                     baseline_variant: str, noise_pct: float,
                     charts: Mapping[tuple[str, str], str] | None = None, chart_note: str | None = None,
-                    decisions: Iterable[t.Any] = (), trials: Iterable[t.Any] = ()) -> str:
+                    decisions: Iterable[t.Any] = (), trials: Iterable[t.Any] = (),
+                    rankings: Iterable[Mapping[str, t.Any]] = ()) -> str:
     """The whole report: per host and model, the latest result of each variant, then the history.
 
     trials holds the nodes' trial histories (results_store HistoryEntry): every trial's outcome, switch and
-    rollback, shown with who made it.
+    rollback, shown with who made it. rankings (compare-variants, _ranking.rank_variants with host and model)
+    come first in their section.
 
     groups are the comparison_rows of the records; charts maps (host, model) to the file name of
     the chart relative to the report.
@@ -107,6 +109,7 @@ def markdown_report(records: list[t.Any], groups: Mapping[tuple[str, str], list[
     charts = charts or {}
     decisions = list(decisions)
     trials = list(trials)
+    rankings = list(rankings)
     by_trial = decisions_by_trial(decisions)
     lines = ['# vLLM variant benchmarks', '']
     if not records:
@@ -123,7 +126,11 @@ def markdown_report(records: list[t.Any], groups: Mapping[tuple[str, str], list[
         lines += [chart_note, '']
     for (host, model), rows in groups.items():
         history = [record for record in records if (record.host, record.model) == (host, model)]
-        lines += [f'## {_code(host)} / {_code(model)}', '', '### Latest result of each variant', '']
+        lines += [f'## {_code(host)} / {_code(model)}', '']
+        for ranking in rankings:
+            if (ranking.get('host'), ranking.get('model')) == (host, model):
+                lines += _ranking_section(ranking)
+        lines += ['### Latest result of each variant', '']
         lines += _markdown_table(
             ('variant', 'workload', 'concurrency', 'output tok/s', 'Δ output', 'median TPOT (ms)', 'p90', 'p99',
              'Δ TPOT', 'median TTFT (ms)', 'p90', 'p99', 'Δ TTFT', 'acceptance', 'verdict', 'baseline'),
@@ -200,9 +207,23 @@ def chart_png(records: list[t.Any], title: str) -> bytes | None:
     return buffer.getvalue()
 
 
+def _ranking_section(ranking: Mapping[str, t.Any]) -> list[str]:
+    def pct(value):
+        return '–' if value is None else f'{value:+.1f}%'
+    rows = [(str(row.get('rank')), str(row.get('variant')), str(row.get('outcome') or '').replace('_', ' '),
+             pct(row.get('delta_pct')), pct(row.get('worst_lower_pct')),
+             f"`{row['trial']}`" if row.get('trial') else '–', str(row.get('reason') or ''))
+            for row in ranking.get('ranked') or []]
+    lines = ['### Compared variants, ranked', '']
+    lines += _markdown_table(('rank', 'variant', 'outcome', 'Δ output (mean)', 'Δ output (worst 95% low)', 'trial',
+                              'reason'), rows, right_aligned={0, 3, 4})
+    return lines + ['', f"Serves: {ranking.get('best')}. Only a kept variant can rank first; kept variants rank by the "
+                        'lowest lower end of the 95% interval of their change in output tokens/s.', '']
+
+
 def write_report(path: str, records: list[t.Any], baseline_variant: str, noise_pct: float,
                  draw_charts: bool = True, check_mode: bool = False, decisions: Iterable[t.Any] = (),
-                 history: Iterable[t.Any] = ()) -> ReportOutcome:
+                 history: Iterable[t.Any] = (), rankings: Iterable[Mapping[str, t.Any]] = ()) -> ReportOutcome:
     """Write the Markdown report, and one chart per host and model beside it, when they changed."""
     report_path = os.path.abspath(path)
     directory = os.path.dirname(report_path)
@@ -222,7 +243,8 @@ def write_report(path: str, records: list[t.Any], baseline_variant: str, noise_p
             charts[(host, model)] = f'{stem}-{_file_part(host)}-{_file_part(model)}.png'
             files[os.path.join(directory, charts[(host, model)])] = png
     groups = comparison_rows(records, records, baseline_variant, noise_pct)
-    after = markdown_report(records, groups, baseline_variant, noise_pct, charts, chart_note, decisions, history)
+    after = markdown_report(records, groups, baseline_variant, noise_pct, charts, chart_note, decisions, history,
+                            rankings)
     files[report_path] = after.encode('utf-8')
     changed_files = [file_path for file_path, content in files.items() if _read_bytes(file_path) != content]
     before = _read_text(report_path)

@@ -100,27 +100,50 @@ SETTLED_AGAINST = ('rolled_back', 'failed', 'fell_back')
 DECIDED = ('kept',) + SETTLED_AGAINST
 
 
+# What serves after a run whose target was decided already and does not run (vllm_switch_decided_serves).
+DECIDED_SERVES = ('baseline', 'running', 'target')
+
+
 def trial_state(record: Mapping[str, t.Any] | None, identity: Mapping[str, t.Any], unit_checksum: str | None, *,
-                running: bool, baseline: bool, force: bool = False) -> dict[str, t.Any]:
+                running: bool, baseline: bool, force: bool = False, decided_serves: str = 'baseline',
+                others_running: bool = False) -> dict[str, t.Any]:
     """What a switch does with its target, from the target's trial record and its identity now.
 
     - settled: a trial of this very target (same unit, nothing in its identity changed) ended against it;
-      it is reported, not repeated, unless forced.
+      it is reported, not repeated, unless forced. With decided_serves other than 'baseline', a trial that
+      kept it is settled too: a run that compares variants does not pay a load to learn it again.
     - stale: the target runs, but its unit or identity changed since its trial: what runs was never tried
       as it is now, so it is tried again.
     - interrupted: the record says a trial started and never finished.
     - reopened: the parts named when a decided trial is open again because they changed.
-    The baseline is never tried against itself: all four are false or empty for it.
+    - serves: for a settled target that does not run, what serves after the run. 'target' when its trial kept
+      it and decided_serves is 'target'; 'running' when decided_serves is 'running' or 'target' and another
+      unit of the model runs (others_running), which is left as it is; otherwise 'baseline'. None when the
+      target is not settled or runs.
+    The baseline is never tried against itself: all of them are false, empty or None for it.
     """
+    if decided_serves not in DECIDED_SERVES:
+        raise TrialIdentityError(f"decided_serves must be one of {', '.join(DECIDED_SERVES)}, got {decided_serves!r}")
     record = record if isinstance(record, Mapping) else {}
     changed = list(identity.get('changed') or []) if isinstance(identity, Mapping) else []
     outcome = record.get('outcome')
     recorded_unit = record.get('unit_checksum')
     if baseline:
-        return {'settled': False, 'stale': False, 'interrupted': False, 'reopened': []}
+        return {'settled': False, 'stale': False, 'interrupted': False, 'reopened': [], 'serves': None}
+    against = SETTLED_AGAINST + (('kept',) if decided_serves != 'baseline' else ())
+    settled = not force and recorded_unit == unit_checksum and not changed and outcome in against
+    serves = None
+    if settled and not running:
+        if decided_serves == 'target' and outcome == 'kept':
+            serves = 'target'
+        elif decided_serves != 'baseline' and others_running:
+            serves = 'running'
+        else:
+            serves = 'baseline'
     return {
-        'settled': (not force and recorded_unit == unit_checksum and not changed and outcome in SETTLED_AGAINST),
+        'settled': settled,
         'stale': running and (recorded_unit not in (None, unit_checksum) or bool(changed)),
         'interrupted': outcome == 'in_progress',
         'reopened': changed if outcome in DECIDED else [],
+        'serves': serves,
     }

@@ -14,10 +14,15 @@ A runbook (docs/runbooks/*.md) marks what an operator runs and what the output s
     ```
 
 Each line of an expect block must appear in the output of the run block before it, whitespace
-collapsed; "..." stands for any text. A runbook may also hold setup the reader does not need to see,
-in an HTML comment: <!-- setup: COMMAND -->, run before the next block (a fault to put the node in the
-state the runbook is about). A command that fails, or output that no longer shows what the runbook
-says, fails the runbook, naming the file, the block and the line.
+collapsed; "..." stands for any text. A block marked <!-- run: fails --> must fail (a refusal that the
+runbook shows). A runbook may also hold what the reader does not need to see, in HTML comments:
+<!-- setup: COMMAND -->, run before the next block (a fault to put the node in the state the runbook is
+about), and <!-- teardown: COMMAND -->, run after the last block whatever happened. A command that fails,
+or output that no longer shows what the runbook says, fails the runbook, naming the file, the block and
+the line.
+
+The runbooks run after the molecule scenario whose state they need, in the order order.yml gives:
+    runbook.py --after default
 """
 
 from __future__ import annotations
@@ -28,16 +33,19 @@ import subprocess
 import sys
 from pathlib import Path
 
-_MARK = re.compile(r'^<!--\s*(run|expect)\s*-->\s*$')
-_SETUP = re.compile(r'^<!--\s*setup:\s*(.+?)\s*-->\s*$')
+import yaml
+
+_MARK = re.compile(r'^<!--\s*(run|expect)(:\s*fails)?\s*-->\s*$')
+_SETUP = re.compile(r'^<!--\s*(setup|teardown):\s*(.+?)\s*-->\s*$')
 _FENCE = re.compile(r'^(```+)\s*([\w-]*)\s*$')
 
 
 @dataclasses.dataclass
 class Block:
-    kind: str  # run, expect or setup
+    kind: str  # run, expect, setup or teardown
     text: str
     line: int
+    fails: bool = False  # a run block whose command must fail (a refusal the runbook shows)
 
 
 def blocks(markdown: str) -> list[Block]:
@@ -49,7 +57,7 @@ def blocks(markdown: str) -> list[Block]:
         setup = _SETUP.match(lines[index])
         mark = _MARK.match(lines[index])
         if setup:
-            found.append(Block('setup', setup.group(1), index + 1))
+            found.append(Block(setup.group(1), setup.group(2), index + 1))
         elif mark:
             start = index + 1
             while start < len(lines) and not lines[start].strip():
@@ -62,7 +70,7 @@ def blocks(markdown: str) -> list[Block]:
                 end += 1
             if end == len(lines):
                 raise ValueError(f'line {start + 1}: the fenced block is never closed')
-            found.append(Block(mark.group(1), '\n'.join(lines[start + 1:end]), start + 1))
+            found.append(Block(mark.group(1), '\n'.join(lines[start + 1:end]), start + 1, bool(mark.group(2))))
             index = end
         index += 1
     if found and found[0].kind == 'expect':
@@ -81,34 +89,63 @@ def missing(expected: str, output: str) -> list[str]:
     return [line for line in expected.splitlines() if line.strip() and not _pattern(line).search(flat)]
 
 
+def _execute(block: Block, path: Path, root: Path, shell, timeout: float) -> subprocess.CompletedProcess:
+    completed = subprocess.run(list(shell) + [block.text], cwd=root, capture_output=True, text=True,
+                               timeout=timeout, check=False)
+    output = completed.stdout + completed.stderr
+    print(f'--- {path.name}:{block.line} ({block.kind}) rc={completed.returncode}\n{block.text}\n{output[-4000:]}',
+          flush=True)
+    return completed
+
+
 def run(path: Path, root: Path, shell=('bash', '-euo', 'pipefail', '-c'), timeout: float = 1800) -> list[str]:
-    """Run one runbook; the problems, empty when everything ran and showed what it should."""
+    """Run one runbook; the problems, empty when everything ran and showed what it should.
+
+    Teardown commands run last, whatever happened, so that a failed runbook leaves nothing behind."""
+    found = blocks(path.read_text(encoding='utf-8'))
+    try:
+        return _run_blocks([block for block in found if block.kind != 'teardown'], path, root, shell, timeout)
+    finally:
+        for block in found:
+            if block.kind == 'teardown':
+                _execute(block, path, root, shell, timeout)
+
+
+def _run_blocks(found: list[Block], path: Path, root: Path, shell, timeout: float) -> list[str]:
     output = None
-    for block in blocks(path.read_text(encoding='utf-8')):
+    for block in found:
         if block.kind == 'expect':
             gaps = missing(block.text, output or '')
             if gaps:
                 return [f'{path.name}:{block.line}: the output no longer shows: {gap}' for gap in gaps]
             continue
-        completed = subprocess.run(list(shell) + [block.text], cwd=root, capture_output=True, text=True,
-                                   timeout=timeout, check=False)
+        completed = _execute(block, path, root, shell, timeout)
         output = completed.stdout + completed.stderr
-        print(f'--- {path.name}:{block.line} ({block.kind}) rc={completed.returncode}\n{block.text}\n{output[-4000:]}')
-        if completed.returncode != 0:
+        if block.fails and completed.returncode == 0:
+            return [f'{path.name}:{block.line}: the command should have failed, as the runbook says, and succeeded']
+        if not block.fails and completed.returncode != 0:
             return [f'{path.name}:{block.line}: {block.kind} command failed with rc {completed.returncode}']
     return []
 
 
+def order(root: Path) -> dict[str, list[Path]]:
+    """The runbooks each molecule scenario runs, in order (order.yml)."""
+    listed = yaml.safe_load((root / 'tests' / 'runbooks' / 'order.yml').read_text(encoding='utf-8'))
+    return {scenario: [root / 'docs' / 'runbooks' / name for name in names] for scenario, names in listed.items()}
+
+
 def main(argv: list[str]) -> int:
     root = Path(__file__).resolve().parents[2]
-    paths = [Path(arg) for arg in argv[1:]] or sorted((root / 'docs' / 'runbooks').glob('*.md'))
+    if len(argv) == 3 and argv[1] == '--after':
+        paths = order(root)[argv[2]]
+    else:
+        paths = [Path(arg).resolve() for arg in argv[1:]]
     problems = []
     for path in paths:
-        if path.name.lower() != 'readme.md':
-            problems += run(path, root)
+        problems += run(path, root)
     for problem in problems:
         print(f'FAIL {problem}')
-    print(f'runbooks: {len(paths)} read, {len(problems)} problems')
+    print(f'runbooks: {len(paths)} run, {len(problems)} problems')
     return 1 if problems else 0
 
 

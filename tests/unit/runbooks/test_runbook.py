@@ -75,3 +75,36 @@ def test_a_runbook_runs_against_a_real_shell_and_names_what_no_longer_shows(tmp_
 def test_a_badly_marked_runbook_is_refused(text, message):
     with pytest.raises(ValueError, match=message):
         runbook.blocks(text)
+
+
+def test_a_refusal_the_runbook_shows_must_fail_and_teardown_runs_whatever_happened(tmp_path):
+    text = '''<!-- teardown: rm -f planted.txt -->
+<!-- setup: echo x > planted.txt -->
+<!-- run: fails -->
+```sh
+echo "ngram is blocked" && false
+```
+
+<!-- expect -->
+```text
+ngram is blocked
+```
+'''
+    path = tmp_path / 'refusal.md'
+    path.write_text(text, encoding='utf-8')
+    assert runbook.run(path, tmp_path) == []
+    assert not (tmp_path / 'planted.txt').exists()
+    path.write_text(text.replace(' && false', ''), encoding='utf-8')
+    assert runbook.run(path, tmp_path) == [
+        'refusal.md:4: the command should have failed, as the runbook says, and succeeded']
+    assert not (tmp_path / 'planted.txt').exists()
+
+
+def test_every_runbook_is_run_by_exactly_one_scenario_and_has_marked_blocks():
+    root = SCRIPT.parents[2]
+    scheduled = [path for paths in runbook.order(root).values() for path in paths]
+    written = sorted(path for path in (root / 'docs' / 'runbooks').glob('*.md') if path.name != 'README.md')
+    assert sorted(scheduled) == written and len(set(scheduled)) == len(scheduled)
+    for path in written:
+        kinds = [block.kind for block in runbook.blocks(path.read_text(encoding='utf-8'))]
+        assert 'run' in kinds and 'expect' in kinds, path.name

@@ -408,3 +408,31 @@ def test_an_unknown_play_target_is_reported_with_the_other_problems():
         resolve_variant(settings.pop("variants"), "eagle2", **settings)
     assert caught.value.problems[0].startswith("vllm_variant: unknown variant 'eagle2'")
     assert "vllm_port: must be an integer from 1 to 65535, got 0" in caught.value.problems
+
+
+SERVE_ARGS = kimi()["serve_args"]
+
+
+@pytest.mark.parametrize("changes, message", [
+    ({"serve_args": dict(SERVE_ARGS, distributed_executor_backend="ray")},
+     "vllm_serve_args.distributed_executor_backend: 'ray' runs the model as a Ray cluster across nodes, which these"
+     " roles do not deploy yet"),
+    ({"serve_args": dict(SERVE_ARGS, pipeline_parallel_size=2)},
+     "vllm_serve_args: tensor_parallel_size x pipeline_parallel_size needs 16 GPUs, more than this node's"
+     " vllm_gpu_count (8): the model would span nodes"),
+    ({"serve_args": dict(SERVE_ARGS, nnodes=2)},
+     "vllm_serve_args.nnodes: joins a deployment that spans nodes"),
+    ({"variants": with_variant("pp", {"serve_args": {"pipeline_parallel_size": 2}})},
+     "vllm_variants.pp.serve_args: tensor_parallel_size x pipeline_parallel_size needs 16 GPUs"),
+])
+def test_a_model_that_spans_nodes_is_refused_pointing_at_the_architecture_page(changes, message):
+    with pytest.raises(VariantError) as caught:
+        resolve(**changes)
+    assert len(caught.value.problems) == 1, caught.value.problems
+    assert message in caught.value.problems[0] and 'docs/architecture.md, "Beyond one node"' in caught.value.problems[0]
+
+
+def test_one_node_with_pipeline_parallel_inside_it_or_the_mp_backend_passes():
+    assert resolve(serve_args=dict(SERVE_ARGS, tensor_parallel_size=4, pipeline_parallel_size=2,
+                                   distributed_executor_backend="mp"),
+                   variants={"ngram": {"speculative_config": NGRAM}})

@@ -14,7 +14,7 @@ import pytest
 from ansible.module_utils import basic
 from ansible.module_utils.testing import patch_module_args
 
-from ansible_collections.llmops.vllm.plugins.action.switch_lock import controller_identity, process_alive
+from ansible_collections.llmops.vllm.plugins.action.switch_lock import controller_identity, playbooks_of, process_alive
 from ansible_collections.llmops.vllm.plugins.modules import switch_lock
 
 
@@ -128,3 +128,11 @@ def test_this_process_is_alive_and_its_identity_is_stable():
     assert process_alive(os.getpid(), None)
     assert process_alive(me["pid"], me["pid_started"])
     assert not process_alive(me["pid"], "0")
+
+
+def test_the_lock_names_the_playbook_by_file_or_by_fqcn():
+    assert playbooks_of(['/usr/bin/ansible-playbook', '-i', 'inventories/production',
+                         'playbooks/deploy-ngram.yml']) == 'deploy-ngram.yml'
+    assert playbooks_of(['ansible-playbook', 'llmops.vllm.switch_variant', '-e', 'vllm_variant=ngram',
+                         '-e', '@vars.yaml']) == 'llmops.vllm.switch_variant'
+    assert playbooks_of(['ansible-playbook', '-e', 'vllm_variant=ngram', 'example.com']) is None

@@ -202,3 +202,26 @@ def test_the_trials_of_a_node_are_shown_with_who_and_the_outcome():
         ' | slower at concurrency 4 |',
         '| 2026-05-01T11:00:00+00:00 | ops@bastion | – | ngram | – | blocked | rolled back by operator ops@bastion |',
     ]
+
+
+def test_a_ranking_of_compared_variants_comes_first_in_its_node_section():
+    from ansible_collections.llmops.vllm.plugins.plugin_utils._ranking import rank_variants
+    ranking = rank_variants([
+        {'variant': 'ngram', 'outcome': 'kept', 'identity': {'short': 'aaaaaaaaaaaa'}, 'reason': 'not slower',
+         'decision': {'delta_pct': 6.0, 'levels': [{'delta_pct': 6.0, 'lower_pct': 1.5}]}},
+        {'variant': 'eagle3', 'outcome': 'failed', 'reason': 'died at start', 'decision': None}], 'baseline')
+    groups = comparison_rows(RECORDS, RECORDS, 'baseline', 5.0)
+    lines = markdown_report(RECORDS, groups, 'baseline', 5.0,
+                            rankings=[dict(ranking, host='gpu-node-1', model='kimi-k2.5')]).splitlines()
+    node_1 = lines[lines.index('## `gpu-node-1` / `kimi-k2.5`'):lines.index('## `gpu-node-2` / `kimi-k2.5`')]
+    assert node_1[2:8] == [
+        '### Compared variants, ranked',
+        '',
+        '| rank | variant | outcome | Δ output (mean) | Δ output (worst 95% low) | trial | reason |',
+        '| ---: | --- | --- | ---: | ---: | --- | --- |',
+        '| 1 | ngram | kept | +6.0% | +1.5% | `aaaaaaaaaaaa` | not slower |',
+        '| 2 | eagle3 | failed | – | – | – | died at start |',
+    ]
+    assert node_1[9].startswith('Serves: ngram.')
+    node_2 = lines[lines.index('## `gpu-node-2` / `kimi-k2.5`'):]
+    assert '### Compared variants, ranked' not in node_2

@@ -115,27 +115,27 @@ def test_the_weights_of_a_variant_are_its_model_and_its_draft():
 @pytest.mark.parametrize('record, changed, unit, running, force, expected', [
     # Rolled back with this very unit and identity: settled, not repeated.
     ({'outcome': 'rolled_back', 'unit_checksum': 'u1'}, [], 'u1', False, False,
-     {'settled': True, 'stale': False, 'interrupted': False, 'reopened': []}),
+     {'settled': True, 'stale': False, 'interrupted': False, 'reopened': [], 'serves': 'baseline'}),
     # The same, forced: tried again.
     ({'outcome': 'rolled_back', 'unit_checksum': 'u1'}, [], 'u1', False, True,
-     {'settled': False, 'stale': False, 'interrupted': False, 'reopened': []}),
+     {'settled': False, 'stale': False, 'interrupted': False, 'reopened': [], 'serves': None}),
     # Fell back in service, then the environment changed: open again, naming it.
     ({'outcome': 'fell_back', 'unit_checksum': 'u1'}, ['environment'], 'u1', False, False,
-     {'settled': False, 'stale': False, 'interrupted': False, 'reopened': ['environment']}),
+     {'settled': False, 'stale': False, 'interrupted': False, 'reopened': ['environment'], 'serves': None}),
     # Kept and running, with a new unit file: stale, tried again.
     ({'outcome': 'kept', 'unit_checksum': 'u1'}, [], 'u2', True, False,
-     {'settled': False, 'stale': True, 'interrupted': False, 'reopened': []}),
+     {'settled': False, 'stale': True, 'interrupted': False, 'reopened': [], 'serves': None}),
     # Kept and running, its vLLM version changed: stale, and the part is named.
     ({'outcome': 'kept', 'unit_checksum': 'u1'}, ['vllm_version'], 'u1', True, False,
-     {'settled': False, 'stale': True, 'interrupted': False, 'reopened': ['vllm_version']}),
+     {'settled': False, 'stale': True, 'interrupted': False, 'reopened': ['vllm_version'], 'serves': None}),
     # A killed run's record.
     ({'outcome': 'in_progress', 'unit_checksum': 'u1'}, [], 'u1', True, False,
-     {'settled': False, 'stale': False, 'interrupted': True, 'reopened': []}),
+     {'settled': False, 'stale': False, 'interrupted': True, 'reopened': [], 'serves': None}),
     # No record at all: a first trial.
-    ({}, [], 'u1', False, False, {'settled': False, 'stale': False, 'interrupted': False, 'reopened': []}),
+    ({}, [], 'u1', False, False, {'settled': False, 'stale': False, 'interrupted': False, 'reopened': [], 'serves': None}),
     # Blocked by an operator: the block is the role's own refusal, not a settled trial.
     ({'outcome': 'blocked', 'unit_checksum': 'u1'}, ['unit'], 'u1', False, False,
-     {'settled': False, 'stale': False, 'interrupted': False, 'reopened': []}),
+     {'settled': False, 'stale': False, 'interrupted': False, 'reopened': [], 'serves': None}),
 ])
 def test_what_a_switch_does_with_its_target(record, changed, unit, running, force, expected):
     assert trial_state_filter(record, {'changed': changed}, unit, running, False, force) == expected
@@ -143,4 +143,35 @@ def test_what_a_switch_does_with_its_target(record, changed, unit, running, forc
 
 def test_the_baseline_is_never_tried_against_itself():
     assert trial_state_filter({'outcome': 'in_progress'}, {'changed': ['unit']}, 'u', True, True) == {
-        'settled': False, 'stale': False, 'interrupted': False, 'reopened': []}
+        'settled': False, 'stale': False, 'interrupted': False, 'reopened': [], 'serves': None}
+
+
+@pytest.mark.parametrize('outcome, decided_serves, others_running, settled, serves', [
+    # As a plain switch always did: a kept variant that does not run is tried again; a rolled-back one leaves the
+    # baseline serving, whatever else runs.
+    ('kept', 'baseline', True, False, None),
+    ('rolled_back', 'baseline', True, True, 'baseline'),
+    # compare-variants, between trials: a decided variant is not tried again, kept or not, and what runs stays.
+    ('kept', 'running', True, True, 'running'),
+    ('rolled_back', 'running', True, True, 'running'),
+    ('failed', 'running', False, True, 'baseline'),
+    # compare-variants, at the end: the winner serves without a new trial; a loser never does.
+    ('kept', 'target', True, True, 'target'),
+    ('kept', 'target', False, True, 'target'),
+    ('rolled_back', 'target', False, True, 'baseline'),
+])
+def test_what_serves_after_a_decided_trial(outcome, decided_serves, others_running, settled, serves):
+    state = trial_state_filter({'outcome': outcome, 'unit_checksum': 'u1'}, {'changed': []}, 'u1', False, False,
+                               decided_serves=decided_serves, others_running=others_running)
+    assert (state['settled'], state['serves']) == (settled, serves)
+
+
+def test_a_kept_variant_whose_unit_changed_is_tried_again_even_when_comparing():
+    state = trial_state_filter({'outcome': 'kept', 'unit_checksum': 'u1'}, {'changed': ['unit']}, 'u2', False, False,
+                               decided_serves='target', others_running=True)
+    assert not state['settled'] and state['serves'] is None and state['reopened'] == ['unit']
+
+
+def test_an_unknown_decided_serves_is_refused():
+    with pytest.raises(AnsibleFilterError, match="trial_state: decided_serves must be one of baseline, running, target"):
+        trial_state_filter({}, {'changed': []}, 'u1', False, False, decided_serves='best')
