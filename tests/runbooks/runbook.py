@@ -31,6 +31,7 @@ import dataclasses
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import yaml
@@ -90,11 +91,12 @@ def missing(expected: str, output: str) -> list[str]:
 
 
 def _execute(block: Block, path: Path, root: Path, shell, timeout: float) -> subprocess.CompletedProcess:
+    started = time.monotonic()
     completed = subprocess.run(list(shell) + [block.text], cwd=root, capture_output=True, text=True,
                                timeout=timeout, check=False)
     output = completed.stdout + completed.stderr
-    print(f'--- {path.name}:{block.line} ({block.kind}) rc={completed.returncode}\n{block.text}\n{output[-4000:]}',
-          flush=True)
+    print(f'--- {path.name}:{block.line} ({block.kind}) rc={completed.returncode} in {time.monotonic() - started:.0f} s'
+          f'\n{block.text}\n{output[-4000:]}', flush=True)
     return completed
 
 
