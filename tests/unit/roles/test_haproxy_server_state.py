@@ -40,7 +40,7 @@ class FakeHaproxy:
     def answer(self, line):
         words = line.split()
         if words[:2] == ['set', 'server'] and len(words) == 5 and words[3] == 'state':
-            backend, _, server = words[2].partition('/')
+            backend, dummy, server = words[2].partition('/')
             if backend != 'vllm':
                 return 'No such backend.\n'
             if server not in self.states:
@@ -60,7 +60,7 @@ class FakeHaproxy:
     def serve(self):
         while True:
             try:
-                connection, _ = self.listener.accept()
+                connection, dummy = self.listener.accept()
             except OSError:
                 return
             with connection:
@@ -102,7 +102,7 @@ def test_a_drain_that_does_not_end_in_time_fails_saying_how_many_remain(haproxy)
     ('other', 'gpu-node-01', 'HAProxy refused "set server other/gpu-node-01 state maint": No such backend.'),
 ])
 def test_what_haproxy_refuses_fails_the_hook_with_haproxys_words(haproxy, capsys, backend, server, message):
-    _, address = haproxy
+    dummy, address = haproxy
     assert hook.main(['--socket', address, '--backend', backend, '--server', server, 'maint']) == 1
     assert capsys.readouterr().err == f'haproxy_server_state: {message}\n'
 

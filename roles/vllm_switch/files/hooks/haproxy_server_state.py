@@ -36,7 +36,7 @@ def command(address: str, line: str, timeout: float = 5.0) -> str:
     if address.startswith('/'):
         family, target = socket.AF_UNIX, address
     else:
-        host, _, port = address.rpartition(':')
+        host, dummy, port = address.rpartition(':')
         family, target = socket.AF_INET, (host or '127.0.0.1', int(port))
     try:
         with socket.socket(family, socket.SOCK_STREAM) as connection:
