@@ -84,15 +84,16 @@ def rank_variants(records: Iterable[Mapping[str, t.Any]], baseline: str) -> dict
     return {'ranked': rows, 'best': best, 'table': ranking_table(rows, baseline, best)}
 
 
-def _pct(value: float | None) -> str:
+def percent_text(value: float | None) -> str:
+    """A change in percent as the ranking shows it everywhere: '+3.0%', or '–' when there is none."""
     return '–' if value is None else f'{value:+.1f}%'
 
 
 def ranking_table(rows: list[Mapping[str, t.Any]], baseline: str, best: str) -> list[str]:
     """The ranking as aligned text lines, as the play prints it."""
     header = ('rank', 'variant', 'outcome', 'Δ output', 'worst 95% low', 'trial', 'reason')
-    cells = [(str(row['rank']), row['variant'], row['outcome'].replace('_', ' '), _pct(row['delta_pct']),
-              _pct(row['worst_lower_pct']), row['trial'] or '–', _shorten(row['reason'], 90)) for row in rows]
+    cells = [(str(row['rank']), row['variant'], row['outcome'].replace('_', ' '), percent_text(row['delta_pct']),
+              percent_text(row['worst_lower_pct']), row['trial'] or '–', _shorten(row['reason'], 90)) for row in rows]
     widths = [max(len(line[index]) for line in [header] + cells) for index in range(len(header) - 1)]
     lines = ['  '.join(part.ljust(width) for part, width in zip(line[:-1], widths)) + '  ' + line[-1]
              for line in [header] + cells]

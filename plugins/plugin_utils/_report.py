@@ -25,6 +25,7 @@ from ansible_collections.llmops.vllm.plugins.plugin_utils._comparison import (
     comparison_rows,
     output_throughput,
 )
+from ansible_collections.llmops.vllm.plugins.plugin_utils._ranking import percent_text
 from ansible_collections.llmops.vllm.plugins.plugin_utils._workloads import DEFAULT_WORKLOAD
 
 CHART_UNAVAILABLE = 'Chart not drawn: matplotlib is not importable on the controller.'
@@ -208,10 +209,8 @@ def chart_png(records: list[t.Any], title: str) -> bytes | None:
 
 
 def _ranking_section(ranking: Mapping[str, t.Any]) -> list[str]:
-    def pct(value):
-        return '–' if value is None else f'{value:+.1f}%'
     rows = [(str(row.get('rank')), str(row.get('variant')), str(row.get('outcome') or '').replace('_', ' '),
-             pct(row.get('delta_pct')), pct(row.get('worst_lower_pct')),
+             percent_text(row.get('delta_pct')), percent_text(row.get('worst_lower_pct')),
              f"`{row['trial']}`" if row.get('trial') else '–', str(row.get('reason') or ''))
             for row in ranking.get('ranked') or []]
     lines = ['### Compared variants, ranked', '']
