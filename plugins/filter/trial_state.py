@@ -15,6 +15,7 @@ description:
   - RV(_value.settled) - a trial of this very target (same unit, nothing in its identity changed) was rolled back,
     failed or fell back in service; it is reported, not repeated, unless O(force).
   - RV(_value.stale) - the target runs, but its unit or identity changed since its trial, so it is tried again.
+  - RV(_value.forced) - the target runs and O(force) asks for its trial again, so it is tried again as a stale one is.
   - RV(_value.interrupted) - a trial started and never finished.
   - RV(_value.reopened) - the parts of the identity that changed since a decided trial, to name.
   - RV(_value.serves) - for a settled target that does not run, what serves after the run (O(decided_serves)).
@@ -41,7 +42,9 @@ options:
     type: bool
     required: true
   force:
-    description: Try the target again even when a settled trial says not to (C(vllm_switch_force)).
+    description:
+      - Try the target again even when a settled trial says not to, or when it runs as a trial kept it
+        (C(vllm_switch_force)).
     type: bool
     default: false
   decided_serves:
@@ -82,6 +85,9 @@ _value:
       type: bool
     stale:
       description: The running target changed since its trial; try it again.
+      type: bool
+    forced:
+      description: The target runs and O(force) asks for its trial again; try it again.
       type: bool
     interrupted:
       description: A trial of the target started and never finished.

@@ -114,6 +114,8 @@ def trial_state(record: Mapping[str, t.Any] | None, identity: Mapping[str, t.Any
       kept it is settled too: a run that compares variants does not pay a load to learn it again.
     - stale: the target runs, but its unit or identity changed since its trial: what runs was never tried
       as it is now, so it is tried again.
+    - forced: the target runs and force asks for its trial again (an earlier keep came from a noisy day):
+      it is tried again against the baseline, as a stale target is.
     - interrupted: the record says a trial started and never finished.
     - reopened: the parts named when a decided trial is open again because they changed.
     - serves: for a settled target that does not run, what serves after the run. 'target' when its trial kept
@@ -129,7 +131,7 @@ def trial_state(record: Mapping[str, t.Any] | None, identity: Mapping[str, t.Any
     outcome = record.get('outcome')
     recorded_unit = record.get('unit_checksum')
     if baseline:
-        return {'settled': False, 'stale': False, 'interrupted': False, 'reopened': [], 'serves': None}
+        return {'settled': False, 'stale': False, 'forced': False, 'interrupted': False, 'reopened': [], 'serves': None}
     against = SETTLED_AGAINST + (('kept',) if decided_serves != 'baseline' else ())
     settled = not force and recorded_unit == unit_checksum and not changed and outcome in against
     serves = None
@@ -143,6 +145,7 @@ def trial_state(record: Mapping[str, t.Any] | None, identity: Mapping[str, t.Any
     return {
         'settled': settled,
         'stale': running and (recorded_unit not in (None, unit_checksum) or bool(changed)),
+        'forced': running and force,
         'interrupted': outcome == 'in_progress',
         'reopened': changed if outcome in DECIDED else [],
         'serves': serves,
