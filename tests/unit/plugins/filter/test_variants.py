@@ -168,17 +168,20 @@ def test_render_writes_every_variant_of_each_host(rendered):
     render_dir = rendered.dir
     assert sorted(p.name for p in (render_dir / "two").iterdir()) == [
         "tiny-llama-baseline.env", "tiny-llama-ngram.env",
-        "vllm-tiny-llama-baseline.service", "vllm-tiny-llama-ngram.service"]
-    assert len(list((render_dir / "three").iterdir())) == 6
+        "vllm-tiny-llama-baseline.service", "vllm-tiny-llama-ngram.service", "vllm-tiny-llama-ngram.service.d"]
+    assert len(list((render_dir / "three").iterdir())) == 8
 
 
-def test_adding_a_variant_leaves_the_baseline_files_byte_identical(rendered):
+def test_adding_a_variant_leaves_every_other_unit_file_byte_identical(rendered):
+    """The trial identity hashes the unit file: a new sibling must not re-open the other variants' trials."""
     render_dir = rendered.dir
-    for name in ("vllm-tiny-llama-baseline.service", "tiny-llama-baseline.env"):
+    for name in ("vllm-tiny-llama-baseline.service", "tiny-llama-baseline.env", "vllm-tiny-llama-ngram.service",
+                 "tiny-llama-ngram.env"):
         assert (render_dir / "two" / name).read_bytes() == (render_dir / "three" / name).read_bytes()
-    # The comparison can fail: the n-gram unit, which is declared against every other variant, does change.
-    ngram_two = (render_dir / "two" / "vllm-tiny-llama-ngram.service").read_text()
-    ngram_three = (render_dir / "three" / "vllm-tiny-llama-ngram.service").read_text()
+    # The comparison can fail: n-gram's drop-in, which names every other variant, does change.
+    siblings = "vllm-tiny-llama-ngram.service.d/llmops-siblings.conf"
+    ngram_two = (render_dir / "two" / siblings).read_text()
+    ngram_three = (render_dir / "three" / siblings).read_text()
     assert ngram_two != ngram_three
     assert "Conflicts=vllm-tiny-llama-eagle3.service\n" in ngram_three
 
@@ -187,8 +190,9 @@ def test_rendering_is_deterministic(rendered, tmp_path):
     render_dir = rendered.dir
     completed, again = run_render(tmp_path, {"two": MOCK})
     assert completed.returncode == 0, completed.stdout + completed.stderr
-    for path in (render_dir / "two").iterdir():
-        assert (again / "two" / path.name).read_bytes() == path.read_bytes()
+    for path in (render_dir / "two").rglob("*"):
+        if path.is_file():
+            assert (again / "two" / path.relative_to(render_dir / "two")).read_bytes() == path.read_bytes()
 
 
 def test_the_production_inventory_renders_one_verified_unit_per_variant(tmp_path):
@@ -198,7 +202,8 @@ def test_the_production_inventory_renders_one_verified_unit_per_variant(tmp_path
     variants = ("baseline", "ngram", "eagle3")
     assert sorted(p.name for p in node.iterdir()) == sorted(
         ["vllm-kimi-k2.5-%s.service" % variant for variant in variants]
-        + ["kimi-k2.5-%s.env" % variant for variant in variants])
+        + ["kimi-k2.5-%s.env" % variant for variant in variants]
+        + ["vllm-kimi-k2.5-%s.service.d" % variant for variant in variants[1:]])
     # systemd-analyze verify ran on the controller and accepted every unit.
     assert re.search(r"Verify the rendered units with systemd-analyze\] \**\nok: ", completed.stdout), completed.stdout
     eagle3 = (node / "vllm-kimi-k2.5-eagle3.service").read_text()
@@ -209,7 +214,11 @@ def test_the_baseline_unit_declares_no_conflicts_and_variants_conflict_with_all_
     render_dir = rendered.dir
     baseline = (render_dir / "three" / "vllm-tiny-llama-baseline.service").read_text()
     assert "Conflicts=" not in baseline and "After=vllm-" not in baseline and "Before=" not in baseline
-    eagle3 = (render_dir / "three" / "vllm-tiny-llama-eagle3.service").read_text()
+    assert not (render_dir / "three" / "vllm-tiny-llama-baseline.service.d").exists()
+    unit = (render_dir / "three" / "vllm-tiny-llama-eagle3.service").read_text()
+    assert "Conflicts=" not in unit and "After=vllm-" not in unit and "Before=" not in unit
+    eagle3 = (render_dir / "three" / "vllm-tiny-llama-eagle3.service.d" / "llmops-siblings.conf").read_text()
+    assert eagle3.startswith("#\n# Ansible managed\n#\n")
     assert re.findall(r"^Conflicts=(.*)$", eagle3, re.M) == [
         "vllm-tiny-llama-baseline.service", "vllm-tiny-llama-ngram.service"]
     assert re.findall(r"^(After|Before)=(vllm-.*)$", eagle3, re.M) == [
