@@ -91,7 +91,7 @@ installed() {
       ansible-playbook -i "$root/inventories/production" --syntax-check "llmops.vllm.$name"
     done
     ansible-playbook -i "$root/inventories/production" llmops.vllm.render_units -e render_dir="$out/units"
-    ls "$out"/units/*/vllm-*.service
+    ls "$out"/units/*/vllm-*.service "$out"/units/*/vllm-*.service.d/llmops-siblings.conf
   ); local rc=$?
   rm -rf "$out"; return $rc
 }
