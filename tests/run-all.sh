@@ -9,13 +9,24 @@ logs=$root/tests/output/gates
 rm -rf "$logs" && mkdir -p "$logs"
 passed=0 failed=0 failures=()
 
-cleanup() { python3 molecule/mock_host/mock_host.py down >/dev/null 2>&1 || true; }
+cleanup() {
+  local instance
+  for instance in 1 2; do python3 molecule/mock_host/mock_host.py --instance "$instance" down >/dev/null 2>&1 || true; done
+}
 trap cleanup EXIT
+
+stamp() {
+  # Seconds since the gate started before each line, to see where a scenario's time goes.
+  python3 -u -c 'import sys, time
+started = time.monotonic()
+for line in sys.stdin:
+    sys.stdout.write("[%5ds] %s" % (time.monotonic() - started, line))'
+}
 
 gate() {
   local name=$1; shift
   local started=$SECONDS
-  if "$@" >"$logs/$name.log" 2>&1; then
+  if "$@" 2>&1 | stamp >"$logs/$name.log"; then
     passed=$((passed + 1)); printf 'PASS  %-22s %4ds\n' "$name" $((SECONDS - started))
   else
     failed=$((failed + 1)); failures+=("$name")
@@ -24,7 +35,7 @@ gate() {
     # The failed task may lie far above the tail (rescued failures come first); its last failure line is
     # repeated after the summary, where a log cut to its ends still shows it.
     sed 's/\x1b\[[0-9;]*m//g' "$logs/$name.log" \
-      | awk '/(fatal|failed): \[.*(FAILED|=>)|^FAILED / { block = ""; keep = 12 } keep > 0 { block = block "\n" substr($0, 1, 400); keep-- } END { printf "%s", block }' \
+      | awk '/(fatal|failed): \[.*(FAILED|=>)|^\[ *[0-9]+s\] FAILED / { block = ""; keep = 12 } keep > 0 { block = block "\n" substr($0, 1, 400); keep-- } END { printf "%s", block }' \
       >"$logs/$name.why"
   fi
 }
@@ -37,14 +48,19 @@ why_failed() {
 }
 
 ensure_tools() {
-  # ansible-test's shell checks need shellcheck; the mock host needs nspawn and debootstrap.
+  # ansible-test's shell checks need shellcheck; the mock host needs nspawn and debootstrap; the fleet HAProxy.
   local missing=()
   command -v shellcheck >/dev/null || missing+=(shellcheck)
   command -v systemd-nspawn >/dev/null || missing+=(systemd-container)
   command -v debootstrap >/dev/null || missing+=(debootstrap)
   command -v sqlite3 >/dev/null || missing+=(sqlite3)
+  command -v haproxy >/dev/null || missing+=(haproxy)
   if [ ${#missing[@]} -gt 0 ]; then
-    DEBIAN_FRONTEND=noninteractive apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}"
+    DEBIAN_FRONTEND=noninteractive apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" || return 1
+  fi
+  if [[ " ${missing[*]} " == *" haproxy "* ]]; then
+    # Where policy-rc.d lets it, the package starts a service of its own; the fleet scenario runs its own HAProxy.
+    { systemctl disable --now haproxy || service haproxy stop; } >/dev/null 2>&1 || true
   fi
 }
 
@@ -106,7 +122,7 @@ gate sanity            tests/sanity.sh
 gate unit-tests        pytest -q tests/unit
 gate molecule-default  molecule test -s default
 gate molecule-faults   molecule test -s faults
-gate molecule-units    molecule test -s units
+gate molecule-fleet    molecule test -s fleet
 
 echo
 echo "gates: $passed passed, $failed failed"

@@ -10,6 +10,10 @@ installed later by the collection's own role, exactly as on a GPU node.
     mock_host.py status    say whether it runs
     mock_host.py exec CMD  run a command on it over SSH (for tests)
 
+--instance N (before the command) works on another node of a mock fleet: the same base, model, pip cache
+and SSH key, its own disk, loopback address (127.77.0.9+N) and SSH port (22521+N). Instance 1, the
+default, is the single mock node of the demo and most scenarios.
+
 Molecule's create/destroy playbooks call this same script.
 """
 
@@ -27,11 +31,11 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CACHE = "/var/cache/llmops-vllm-mock"
-MACHINE_NAME = "llmops-vllm-mock"
 # A loopback address of its own and an unusual port: the container shares the controller's
 # network, so everything it listens on must stay clear of the controller's own services.
-ADDRESS = "127.77.0.10"
-SSH_PORT = 22522
+FIRST_ADDRESS = (127, 77, 0, 10)
+FIRST_SSH_PORT = 22522
+MAX_INSTANCES = 8
 SUITE = "bookworm"
 MIRROR = "http://deb.debian.org/debian"
 PACKAGES = ["systemd", "systemd-sysv", "dbus", "openssh-server", "python3", "python3-venv",
@@ -54,12 +58,26 @@ GPU_CONFIG = {
 TOOLS_REQUIREMENTS = ["torch==2.13.0", "transformers>=5.16.1,<5.20", "tokenizers", "safetensors"]
 
 BASE = os.path.join(CACHE, "base")
-MACHINE = os.path.join(CACHE, "machine")
 MODELS = os.path.join(CACHE, "models")
 SSH_DIR = os.path.join(CACHE, "ssh")
 PIP_CACHE = os.path.join(CACHE, "pip-cache")
-PID_FILE = os.path.join(CACHE, "nspawn.pid")
-LOG_FILE = os.path.join(CACHE, "nspawn.log")
+
+
+class Node:
+    """One mock node: instance 1 keeps the names that the single mock node always had."""
+
+    def __init__(self, instance):
+        if not 1 <= instance <= MAX_INSTANCES:
+            raise SystemExit("mock-host: --instance must be from 1 to %d, got %d" % (MAX_INSTANCES, instance))
+        suffix = "" if instance == 1 else "-%d" % instance
+        self.instance = instance
+        self.name = "llmops-vllm-mock" + suffix
+        self.hostname = "mock-gpu-node" + suffix
+        self.address = "%d.%d.%d.%d" % (FIRST_ADDRESS[:3] + (FIRST_ADDRESS[3] + instance - 1,))
+        self.ssh_port = FIRST_SSH_PORT + instance - 1
+        self.machine = os.path.join(CACHE, "machine" + suffix)
+        self.pid_file = os.path.join(CACHE, "nspawn%s.pid" % suffix)
+        self.log_file = os.path.join(CACHE, "nspawn%s.log" % suffix)
 
 
 def log(message):
@@ -195,13 +213,13 @@ def ensure_ssh_key():
 
 # --- the machine ----------------------------------------------------------------------------
 
-def provision(public_key):
+def provision(node, public_key, gpu_release_seconds):
     """Files that make the fresh copy of the base the mock host."""
-    root = MACHINE
-    write_file(os.path.join(root, "etc/hostname"), "mock-gpu-node\n")
+    root = node.machine
+    write_file(os.path.join(root, "etc/hostname"), node.hostname + "\n")
     write_file(os.path.join(root, "etc/ssh/sshd_config.d/llmops-mock.conf"),
                "ListenAddress %s:%d\nPermitRootLogin prohibit-password\nPasswordAuthentication no\n"
-               "UseDNS no\n" % (ADDRESS, SSH_PORT))
+               "UseDNS no\n" % (node.address, node.ssh_port))
     write_file(os.path.join(root, "root/.ssh/authorized_keys"), public_key, mode=0o600)
     os.chmod(os.path.join(root, "root/.ssh"), 0o700)
     for name in ("nvidia-smi", "mock-gpu-hold"):
@@ -209,7 +227,8 @@ def provision(public_key):
             program = handle.read()
         # The interpreter line is added here: the mock host has python3 and no plain `python`.
         write_file(os.path.join(root, "usr/local/bin", name), "#!/usr/bin/python3\n" + program, mode=0o755)
-    write_file(os.path.join(root, "etc/mock-gpu/gpus.json"), json.dumps(GPU_CONFIG, indent=2) + "\n")
+    gpus = dict(GPU_CONFIG, release_seconds=gpu_release_seconds)
+    write_file(os.path.join(root, "etc/mock-gpu/gpus.json"), json.dumps(gpus, indent=2) + "\n")
     for unit in MASKED_UNITS:
         link = os.path.join(root, "etc/systemd/system", unit)
         if not os.path.lexists(link):
@@ -225,8 +244,8 @@ def provision(public_key):
             handle.write("render:x:992:\n")
 
 
-def nspawn_pid():
-    pid = read_stamp(PID_FILE)
+def nspawn_pid(node):
+    pid = read_stamp(node.pid_file)
     if pid and pid.isdigit() and os.path.exists("/proc/%s" % pid):
         try:
             with open("/proc/%s/cmdline" % pid, "rb") as handle:
@@ -237,49 +256,55 @@ def nspawn_pid():
     return None
 
 
-def ssh_argv(*command):
-    return ["ssh", "-i", os.path.join(SSH_DIR, "id_ed25519"), "-p", str(SSH_PORT),
+def ssh_argv(node, *command):
+    return ["ssh", "-i", os.path.join(SSH_DIR, "id_ed25519"), "-p", str(node.ssh_port),
             "-o", "UserKnownHostsFile=" + os.path.join(SSH_DIR, "known_hosts"),
             "-o", "StrictHostKeyChecking=yes", "-o", "BatchMode=yes", "-o", "ConnectTimeout=5",
-            "root@" + ADDRESS] + list(command)
+            "root@" + node.address] + list(command)
 
 
-def port_open(timeout=0.5):
+def port_open(node, timeout=0.5):
     try:
-        with socket.create_connection((ADDRESS, SSH_PORT), timeout=timeout):
+        with socket.create_connection((node.address, node.ssh_port), timeout=timeout):
             return True
     except OSError:
         return False
 
 
-def write_known_hosts():
-    with open(os.path.join(MACHINE, "etc/ssh/ssh_host_ed25519_key.pub"), encoding="utf-8") as handle:
+def write_known_hosts(node):
+    """This node's host key, beside the other nodes' (one file, which the mock inventories name)."""
+    with open(os.path.join(node.machine, "etc/ssh/ssh_host_ed25519_key.pub"), encoding="utf-8") as handle:
         key_type, key = handle.read().split()[:2]
-    write_file(os.path.join(SSH_DIR, "known_hosts"), "[%s]:%d %s %s\n" % (ADDRESS, SSH_PORT, key_type, key))
+    path = os.path.join(SSH_DIR, "known_hosts")
+    entry = "[%s]:%d" % (node.address, node.ssh_port)
+    others = [line for line in (read_stamp(path) or "").splitlines() if line and line.split()[0] != entry]
+    write_file(path, "".join(line + "\n" for line in others) + "%s %s %s\n" % (entry, key_type, key))
 
 
-def boot(bind_ro, bind_rw):
-    argv = ["systemd-nspawn", "--boot", "--register=no", "--keep-unit", "--machine=" + MACHINE_NAME,
-            "--directory=" + MACHINE, "--console=passive", "--resolv-conf=copy-host"]
+def boot(node, bind_ro, bind_rw, cpus=None):
+    argv = ["systemd-nspawn", "--boot", "--register=no", "--keep-unit", "--machine=" + node.name,
+            "--directory=" + node.machine, "--console=passive", "--resolv-conf=copy-host"]
+    if cpus:
+        argv.append("--cpu-affinity=" + cpus)
     argv += ["--bind-ro=%s:%s" % pair for pair in bind_ro]
     argv += ["--bind=%s:%s" % pair for pair in bind_rw]
-    with open(LOG_FILE, "ab") as log_handle:
+    with open(node.log_file, "ab") as log_handle:
         process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log_handle, stderr=log_handle,
                                    start_new_session=True)
-    write_file(PID_FILE, "%d\n" % process.pid)
+    write_file(node.pid_file, "%d\n" % process.pid)
     return process
 
 
-def wait_until_running(process, timeout):
+def wait_until_running(node, process, timeout):
     deadline = time.monotonic() + timeout
-    while not port_open():
+    while not port_open(node):
         if process.poll() is not None:
-            raise SystemExit("mock-host: systemd-nspawn exited with %s; see %s" % (process.returncode, LOG_FILE))
+            raise SystemExit("mock-host: systemd-nspawn exited with %s; see %s" % (process.returncode, node.log_file))
         if time.monotonic() > deadline:
-            raise SystemExit("mock-host: SSH did not come up within %d s; see %s" % (timeout, LOG_FILE))
+            raise SystemExit("mock-host: SSH did not come up within %d s; see %s" % (timeout, node.log_file))
         time.sleep(0.2)
     remaining = max(5, int(deadline - time.monotonic()))
-    state = subprocess.run(ssh_argv("timeout %d systemctl is-system-running --wait" % remaining),
+    state = subprocess.run(ssh_argv(node, "timeout %d systemctl is-system-running --wait" % remaining),
                            capture_output=True, text=True, check=False).stdout.strip()
     if state not in ("running", "degraded"):
         raise SystemExit("mock-host: systemd inside reports %r" % state)
@@ -287,23 +312,24 @@ def wait_until_running(process, timeout):
 
 
 def up(args):
-    if nspawn_pid():
-        log("already running (pid %d) at %s:%d" % (nspawn_pid(), ADDRESS, SSH_PORT))
+    node = Node(args.instance)
+    if nspawn_pid(node):
+        log("already running (pid %d) at %s:%d" % (nspawn_pid(node), node.address, node.ssh_port))
         return
-    if port_open():
-        raise SystemExit("mock-host: %s:%d is already taken by something else" % (ADDRESS, SSH_PORT))
+    if port_open(node):
+        raise SystemExit("mock-host: %s:%d is already taken by something else" % (node.address, node.ssh_port))
     os.makedirs(CACHE, exist_ok=True)
     ensure_controller_packages()
     ensure_base()
     ensure_model()
     public_key = ensure_ssh_key()
-    if args.reuse and os.path.isdir(MACHINE):
+    if args.reuse and os.path.isdir(node.machine):
         log("reusing the existing machine directory")
     else:
-        shutil.rmtree(MACHINE, ignore_errors=True)
-        run(["cp", "-a", "--reflink=auto", BASE, MACHINE])
-    provision(public_key)
-    write_known_hosts()
+        shutil.rmtree(node.machine, ignore_errors=True)
+        run(["cp", "-a", "--reflink=auto", BASE, node.machine])
+    provision(node, public_key, args.gpu_release_seconds)
+    write_known_hosts(node)
     os.makedirs(PIP_CACHE, exist_ok=True)
     bind_ro = [(MODELS, "/srv/models")]
     wheels = controller_wheel_dir()
@@ -313,19 +339,21 @@ def up(args):
     if ca_bundle:
         bind_ro.append((ca_bundle, "/etc/llmops-mock/ca-bundle.crt"))
     started = time.monotonic()
-    process = boot(bind_ro, [(PIP_CACHE, "/root/.cache/pip")])
-    state = wait_until_running(process, args.timeout)
-    log("up in %.1f s (systemd %s), ssh root@%s -p %d" % (time.monotonic() - started, state, ADDRESS, SSH_PORT))
+    process = boot(node, bind_ro, [(PIP_CACHE, "/root/.cache/pip")], args.cpus)
+    state = wait_until_running(node, process, args.timeout)
+    log("%s up in %.1f s (systemd %s), ssh root@%s -p %d"
+        % (node.hostname, time.monotonic() - started, state, node.address, node.ssh_port))
 
 
-def leftover_mounts():
-    prefix = MACHINE + "/"
+def leftover_mounts(node):
+    prefix = node.machine + "/"
     with open("/proc/self/mountinfo", encoding="utf-8") as handle:
         return [line.split()[4] for line in handle if line.split()[4].startswith(prefix)]
 
 
 def down(args):
-    pid = nspawn_pid()
+    node = Node(args.instance)
+    pid = nspawn_pid(node)
     if pid:
         started = time.monotonic()
         # systemd-nspawn turns SIGTERM into an orderly poweroff of the container's systemd.
@@ -339,40 +367,48 @@ def down(args):
             time.sleep(1)
         log("powered off in %.1f s" % (time.monotonic() - started))
     try:
-        os.unlink(PID_FILE)
+        os.unlink(node.pid_file)
     except FileNotFoundError:
         pass
-    for mount in reversed(leftover_mounts()):
+    for mount in reversed(leftover_mounts(node)):
         subprocess.run(["umount", "-l", mount], check=False)
     problems = []
-    if port_open():
-        problems.append("something still listens on %s:%d" % (ADDRESS, SSH_PORT))
-    if leftover_mounts():
-        problems.append("mounts left under %s" % MACHINE)
+    if port_open(node):
+        problems.append("something still listens on %s:%d" % (node.address, node.ssh_port))
+    if leftover_mounts(node):
+        problems.append("mounts left under %s" % node.machine)
     if problems:
         raise SystemExit("mock-host: " + "; ".join(problems))
     if args.purge:
-        shutil.rmtree(MACHINE, ignore_errors=True)
-    log("down; nothing left running")
+        shutil.rmtree(node.machine, ignore_errors=True)
+    log("%s down; nothing left running" % node.hostname)
 
 
-def status(_args):
-    pid = nspawn_pid()
-    print(json.dumps({"running": bool(pid), "pid": pid, "address": ADDRESS, "ssh_port": SSH_PORT,
-                      "ssh_reachable": port_open()}))
+def status(args):
+    node = Node(args.instance)
+    pid = nspawn_pid(node)
+    print(json.dumps({"running": bool(pid), "pid": pid, "hostname": node.hostname, "address": node.address,
+                      "ssh_port": node.ssh_port, "ssh_reachable": port_open(node)}))
 
 
 def exec_command(args):
     # ssh joins its arguments into one remote shell command line, as a person typing it would.
-    return subprocess.run(ssh_argv(*args.command), check=False).returncode
+    return subprocess.run(ssh_argv(Node(args.instance), *args.command), check=False).returncode
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--instance", type=int, default=1, help="which node of a mock fleet (default 1)")
     commands = parser.add_subparsers(dest="command", required=True)
     up_parser = commands.add_parser("up", help="boot the mock host")
     up_parser.add_argument("--reuse", action="store_true", help="keep the machine's disk from the last boot")
     up_parser.add_argument("--timeout", type=int, default=120)
+    # Nodes of a mock fleet share this machine's CPUs; without a CPU each, a node that serves steadily starves
+    # another node's load (vLLM's CPU engine keeps every core it may use busy), which real nodes never do.
+    up_parser.add_argument("--cpus", help="the CPUs the node may use (systemd-nspawn --cpu-affinity), e.g. 1 or 0-3")
+    # Every switch waits this long for the GPUs' memory: scenarios that do not check that wait shorten it.
+    up_parser.add_argument("--gpu-release-seconds", type=float, default=GPU_CONFIG["release_seconds"],
+                           help="how long a gone process's GPU memory stays in use (default %(default)s)")
     up_parser.set_defaults(func=up)
     down_parser = commands.add_parser("down", help="power the mock host off")
     down_parser.add_argument("--purge", action="store_true", help="also delete the machine's disk")
