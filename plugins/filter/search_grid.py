@@ -22,8 +22,8 @@ description:
 options:
   _input:
     description:
-      - What every point shares (C(vllm_search_variant)), for example V({method: ngram, prompt_lookup_min: 1}) or
-        V({method: eagle3, model: /srv/models/kimi-eagle3}). V(method) is required.
+      - "What every point shares (C(vllm_search_variant)), for example V({method: ngram, prompt_lookup_min: 1}) or
+        V({method: eagle3, model: /srv/models/kimi-eagle3}). V(method) is required."
     type: dict
     required: true
   grid:

@@ -225,7 +225,9 @@ class _Measurement:
         self.tpot = statistics.fmean(tpots) if tpots and None not in tpots else None
         self.baseline_tpot = _mean([float(level['baseline_tpot_ms']) for level in levels
                                     if _number(level.get('baseline_tpot_ms'))])
-        self.rates = self._rates(levels)
+        rates = self._rates(levels)
+        # vLLM counts one rate per draft position, k of them; anything past k was not drafted by this config.
+        self.rates = rates[:point['k']] if rates else None
         lengths = [_number(level.get('acceptance_length')) for level in levels]
         if self.rates:
             self.tokens_per_step = 1.0 + sum(self.rates)
