@@ -103,7 +103,8 @@ def _flag(value, name):
 
 def search_grid(variant, grid, known=None, allow_unknown_keys=False):
     try:
-        return search_points(variant, grid, known=known, allow_unknown_keys=_flag(allow_unknown_keys, 'allow_unknown_keys'))
+        allow = _flag(allow_unknown_keys, 'allow_unknown_keys')
+        return search_points(variant, grid, known=known, allow_unknown_keys=allow)
     except SearchError as error:
         raise AnsibleFilterError(f'search_grid: {error}') from error
 

@@ -136,9 +136,9 @@ _value:
       type: str
     summary:
       description:
-        - "Lines of text: the first is C(loads paid for: N of the grid's M points), the second what a full grid would
-          load, then one line per checked prediction (C(NAME predicted X tok/s, measured Y) and the error in percent) and last the best
-          with the reason of its verdict."
+        - "Lines of text: the first is C(loads paid for: N of the grid's M points), the second what a full grid
+          would load, then one line per checked prediction (C(NAME predicted X tok/s, measured Y) and the error in
+          percent) and last the best with the reason of its verdict."
       type: str
 """
 

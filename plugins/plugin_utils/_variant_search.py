@@ -95,7 +95,8 @@ def _point_name(method: str, k: int, values: Mapping[str, int]) -> str:
 
 
 def search_points(variant: t.Any, grid: t.Any, known: t.Any = None, allow_unknown_keys: bool = False,
-                  variant_var: str = 'vllm_search_variant', grid_var: str = 'vllm_search_grid') -> list[dict[str, t.Any]]:
+                  variant_var: str = 'vllm_search_variant',
+                  grid_var: str = 'vllm_search_grid') -> list[dict[str, t.Any]]:
     """The grid's points in search order, after checking the variant and the grid.
 
     variant holds what every point shares (``method`` and any other speculative_config key); grid maps
@@ -143,8 +144,8 @@ def search_points(variant: t.Any, grid: t.Any, known: t.Any = None, allow_unknow
         raise SearchError(f'{grid_var} must give at least 2 points to search, got {count}')
     prefix = canonical_method(method).lower().replace('.', '_')
     declared = known if isinstance(known, Mapping) else None
-    if known is not None and declared is None and (isinstance(known, (str, bytes)) or not isinstance(known, Iterable)
-                                                    or not all(isinstance(name, str) for name in known)):
+    plain_names = isinstance(known, Iterable) and not isinstance(known, (str, bytes))
+    if known is not None and declared is None and not (plain_names and all(isinstance(name, str) for name in known)):
         raise SearchError(f'known must be the declared variants (vllm_variants) or their names, got {known!r}')
     names = set(known or ())
     anchors, rest = [], []
@@ -348,6 +349,11 @@ def tokens_per_step(rates: list[float], k: int) -> float | None:
     return 1.0 + sum(rates[:k])
 
 
+def _modelled_tpot(fit, rates, k):
+    """TPOT in ms at k draft tokens: the fitted step time over the tokens a step yields."""
+    return (fit['base_ms'] + fit['per_draft_token_ms'] * k) / tokens_per_step(rates, k)
+
+
 def _predictions(points, measured, fit):
     """Predicted throughput and its basis for every point, from the measurements given."""
     answers = {}
@@ -368,17 +374,17 @@ def _predictions(points, measured, fit):
         if fit is None:
             answers[point['name']] = (None, 'must load: no step cost yet (the trials lack a median TPOT)')
             continue
-        def tpot(k):
-            return (fit['base_ms'] + fit['per_draft_token_ms'] * k) / tokens_per_step(anchor.rates, k)
-        own, at_anchor = tpot(point['k']), tpot(anchor.point['k'])
+        own = _modelled_tpot(fit, anchor.rates, point['k'])
+        at_anchor = _modelled_tpot(fit, anchor.rates, anchor.point['k'])
         if own <= 0 or at_anchor <= 0:
             answers[point['name']] = (None, 'must load: the step-cost fit gives no positive time (%s)' % fit['basis'])
             continue
         predicted = anchor.throughput * at_anchor / own
-        answers[point['name']] = (predicted, '%s measured %.1f tok/s at k %d; %.2f tokens/step at k %d; step %.2f + %.2f'
-                                             ' ms x k (%s)' % (anchor.point['name'], anchor.throughput, anchor.point['k'],
-                                                               tokens_per_step(anchor.rates, point['k']), point['k'],
-                                                               fit['base_ms'], fit['per_draft_token_ms'], fit['basis']))
+        basis = ('%s measured %.1f tok/s at k %d; %.2f tokens/step at k %d; step %.2f + %.2f ms x k (%s)'
+                 % (anchor.point['name'], anchor.throughput, anchor.point['k'],
+                    tokens_per_step(anchor.rates, point['k']), point['k'], fit['base_ms'], fit['per_draft_token_ms'],
+                    fit['basis']))
+        answers[point['name']] = (predicted, basis)
     return answers
 
 
@@ -455,12 +461,13 @@ def search_step(points: list[Mapping[str, t.Any]], records: Iterable[Mapping[str
     best_item = max(kept, key=lambda item: item.throughput) if kept else None
     baselines = [item.baseline_throughput for item in measured.values() if item.baseline_throughput is not None]
     if best_item is not None:
-        bar, bar_words = best_item.throughput, '%s\'s measured %.1f tok/s' % (best_item.point['name'],
-                                                                              best_item.throughput)
+        threshold = best_item.throughput
+        threshold_words = '%s\'s measured %.1f tok/s' % (best_item.point['name'], best_item.throughput)
     elif baselines:
-        bar, bar_words = statistics.fmean(baselines), 'the baseline\'s %.1f tok/s' % statistics.fmean(baselines)
+        threshold = statistics.fmean(baselines)
+        threshold_words = 'the baseline\'s %.1f tok/s' % threshold
     else:
-        bar, bar_words = None, None
+        threshold, threshold_words = None, None
 
     predictions = {}
     for point in points:
@@ -489,9 +496,9 @@ def search_step(points: list[Mapping[str, t.Any]], records: Iterable[Mapping[str
                  for point in unpredicted]
         for point in predicted:
             value = model[point['name']][0]
-            if bar is None or value * (1 + band / 100.0) > bar:
+            if threshold is None or value * (1 + band / 100.0) > threshold:
                 queue.append((point, 'predicted %.1f tok/s, +%.1f%% band %.1f, could beat %s'
-                              % (value, band, value * (1 + band / 100.0), bar_words or 'nothing measured yet')))
+                              % (value, band, value * (1 + band / 100.0), threshold_words or 'nothing measured yet')))
             else:
                 pruned.append(point['name'])
     if queue and max_loads is not None and loads >= max_loads:
@@ -507,7 +514,7 @@ def search_step(points: list[Mapping[str, t.Any]], records: Iterable[Mapping[str
         reason = 'done: every point is measured or ruled out'
         if pruned:
             reason = ('done: no unmeasured point can beat %s, even raised by the %.1f%% error band (pruned: %s)'
-                      % (bar_words, band, ', '.join(pruned)))
+                      % (threshold_words, band, ', '.join(pruned)))
     if dead:
         reason += '; not loaded again: %s' % ', '.join(sorted(dead))
     if notes:
