@@ -272,6 +272,25 @@ levels:
     ttft_delta_pct:
       description: Change in median TTFT, in percent; V(null) when either side lacks it.
       type: float
+    variant_tpot_ms:
+      description: The variant's median TPOT in milliseconds; V(null) when its benchmark lacks it.
+      type: float
+      version_added: 1.1.0
+    baseline_tpot_ms:
+      description: The baseline's median TPOT in milliseconds; V(null) when its benchmark lacks it.
+      type: float
+      version_added: 1.1.0
+    acceptance_rates:
+      description:
+        - For each draft position, the share of the variant's drafts whose token there was accepted; V(null) when
+          the variant's benchmark did not read vLLM's speculative-decoding counters.
+      type: list
+      elements: float
+      version_added: 1.1.0
+    acceptance_length:
+      description: The variant's mean tokens gained per draft (1 + accepted / drafts); V(null) when not measured.
+      type: float
+      version_added: 1.1.0
     slo_breaches:
       description: What of this level breaks O(slo), in words; empty when it holds.
       type: list

@@ -442,6 +442,12 @@ def _level(key, variant, baseline, past, current, margin_pct, min_runs):
         'too_few_runs': too_few,
         'tpot_delta_pct': percent_change(variant.get('median_tpot_ms'), baseline.get('median_tpot_ms')),
         'ttft_delta_pct': percent_change(variant.get('median_ttft_ms'), baseline.get('median_ttft_ms')),
+        # What the variant search models a speculative config from (plugin_utils/_variant_search.py): the cost of a
+        # step from the TPOTs, and what a smaller k would gain from the acceptance at each draft position.
+        'variant_tpot_ms': variant.get('median_tpot_ms'),
+        'baseline_tpot_ms': baseline.get('median_tpot_ms'),
+        'acceptance_rates': variant.get('spec_decode_per_position_acceptance_rates'),
+        'acceptance_length': variant.get('spec_decode_acceptance_length'),
     }
 
 

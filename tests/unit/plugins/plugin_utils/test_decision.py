@@ -394,3 +394,17 @@ def test_history_counts_only_lifetimes_of_the_same_workload_and_requests():
     assert decide_workloads(variant, baseline, history=history)['outcome'] == 'inconclusive'
     assert decide_workloads(variant, other_requests, history=history)['outcome'] == 'not_slower'
     assert decide_workloads(variant, baseline, history=other_workload)['outcome'] == 'not_slower'
+
+
+def test_a_level_carries_the_tpots_and_the_acceptance_that_the_variant_search_models():
+    rates = [0.81, 0.66, 0.58]
+    variant = result(level(around(120.0, 0.5), median_tpot_ms=11.5, spec_decode_per_position_acceptance_rates=rates,
+                           spec_decode_acceptance_length=3.05))
+    baseline = result(level(around(100.0, 0.5), median_tpot_ms=14.0))
+
+    figures = decide(variant, baseline)['levels'][0]
+    unmeasured = decide(baseline, baseline)['levels'][0]
+
+    assert (figures['variant_tpot_ms'], figures['baseline_tpot_ms']) == (11.5, 14.0)
+    assert (figures['acceptance_rates'], figures['acceptance_length']) == (rates, 3.05)
+    assert (unmeasured['acceptance_rates'], unmeasured['acceptance_length']) == (None, None)
