@@ -10,7 +10,7 @@ lifetime only show how noisy one lifetime is; two lifetimes of the same server d
 (on the mock node the same baseline gave 775 to 986 tok/s over four lifetimes). So the interval
 of the difference is the wider of:
 
-- the within-lifetime interval: Welch's 95% interval of the difference of the two means of runs;
+- the within-lifetime interval: Welch's 95% interval (module_utils._benchmark_statistics) of the difference of the two means of runs;
 - the between-lifetime interval: from the baseline's own history (the mean of every earlier
   lifetime of the same host, model and unit checksum, plus this trial's), the spread of lifetime
   means s, and the difference of two lifetimes: t(0.975, k-1) * sqrt(2) * s. A lifetime mean
@@ -39,7 +39,7 @@ import statistics
 import typing as t
 from collections.abc import Iterable, Mapping
 
-from ansible_collections.llmops.vllm.plugins.module_utils._benchmark_statistics import t_critical_95
+from ansible_collections.llmops.vllm.plugins.module_utils._benchmark_statistics import t_critical_95, welch_half_width
 from ansible_collections.llmops.vllm.plugins.module_utils._type_names import plain_type_name
 from ansible_collections.llmops.vllm.plugins.plugin_utils._comparison import (
     DEFAULT_MARGIN_PCT,
@@ -179,20 +179,6 @@ def slo_breaches(variant: Mapping[str, t.Any], baseline: Mapping[str, t.Any], sl
 def _metric_words(metric: str) -> str:
     stat, name, dummy = metric.split('_')
     return '%s %s' % (stat, name.upper())
-
-
-def within_half_width(variant_runs: list[float], baseline_runs: list[float]) -> float | None:
-    """Half-width of Welch's 95% interval of the difference of the two means, or None with under 2 runs a side."""
-    if len(variant_runs) < 2 or len(baseline_runs) < 2:
-        return None
-    share_v = statistics.variance(variant_runs) / len(variant_runs)
-    share_b = statistics.variance(baseline_runs) / len(baseline_runs)
-    spread = math.sqrt(share_v + share_b)
-    if spread == 0:
-        return 0.0
-    # Welch-Satterthwaite degrees of freedom, rounded down to stay on the safe side.
-    df = (share_v + share_b) ** 2 / (share_v ** 2 / (len(variant_runs) - 1) + share_b ** 2 / (len(baseline_runs) - 1))
-    return t_critical_95(max(1, int(df))) * spread
 
 
 def lifetime_spread(lifetime_means: list[float]) -> dict[str, t.Any]:
@@ -412,7 +398,7 @@ def _level(key, variant, baseline, past, current, margin_pct, min_runs):
     if baseline_mean <= 0:
         raise DecisionError('the baseline produced no output tokens at max_concurrency %s' % key)
     delta_pct = percent_change(variant_mean, baseline_mean)
-    within = within_half_width(variant_runs, baseline_runs)
+    within = welch_half_width(variant_runs, baseline_runs)
     within_pct = None if within is None else within * 100.0 / baseline_mean
     lifetimes = dict(past)
     lifetimes[str(current)] = baseline_mean

@@ -8,7 +8,7 @@ import statistics
 
 import pytest
 
-from ansible_collections.llmops.vllm.plugins.module_utils._benchmark_statistics import t_critical_95
+from ansible_collections.llmops.vllm.plugins.module_utils._benchmark_statistics import t_critical_95, welch_half_width
 from ansible_collections.llmops.vllm.plugins.plugin_utils._decision import (
     DEFAULT_MARGIN_PCT,
     DecisionError,
@@ -18,7 +18,6 @@ from ansible_collections.llmops.vllm.plugins.plugin_utils._decision import (
     judge_level,
     lifetime_spread,
     merged_slo,
-    within_half_width,
 )
 from ansible_collections.llmops.vllm.plugins.plugin_utils._results_store import BenchmarkRecord
 
@@ -158,9 +157,9 @@ def test_judge_level_edges(delta, half_width, margin, status):
 
 def test_welch_half_width_and_lifetime_spread_by_hand():
     # Two sides of 3 runs with variance 1 each: se = sqrt(2/3), Welch df = 4.
-    assert within_half_width([9.0, 10.0, 11.0], [19.0, 20.0, 21.0]) == pytest.approx(2.7764 * (2 / 3) ** 0.5)
-    assert within_half_width([10.0], [20.0, 21.0]) is None
-    assert within_half_width([10.0, 10.0], [20.0, 20.0]) == 0.0
+    assert welch_half_width([9.0, 10.0, 11.0], [19.0, 20.0, 21.0]) == pytest.approx(2.7764 * (2 / 3) ** 0.5, rel=3e-5)
+    assert welch_half_width([10.0], [20.0, 21.0]) is None
+    assert welch_half_width([10.0, 10.0], [20.0, 20.0]) == 0.0
     assert lifetime_spread([100.0]) == {'lifetimes': 1, 'cv_pct': None, 'half_width_pct': None}
     spread = lifetime_spread([90.0, 110.0])
     assert spread['cv_pct'] == pytest.approx(statistics.stdev([90.0, 110.0]))
