@@ -30,6 +30,12 @@ absolute one such as p99 TTFT in ms, or a regression in percent against the base
 figure) is rolled back for that, whatever its throughput. keep_when=not_slower keeps a variant when every level is faster
 or not slower; keep_when=faster also needs one level shown faster. Anything else rolls back: the
 known-good baseline is the safe answer, and the reason says what would decide it.
+
+A level whose benchmark stopped early (openai_benchmark's stop_when_slower) is judged on the runs
+it measured, even fewer than min_runs: the sequential test that stopped it (Welch's interval at
+99% per look, module_utils._sequential_stop) is stricter than the verdict's. Such a trial always
+rolls back: slower when that test, run again here on the same runs, shows the variant losing;
+inconclusive when it does not (the benchmark ran under another rule or margin).
 """
 
 from __future__ import annotations
@@ -40,6 +46,8 @@ import typing as t
 from collections.abc import Iterable, Mapping
 
 from ansible_collections.llmops.vllm.plugins.module_utils._benchmark_statistics import t_critical_95, welch_half_width
+from ansible_collections.llmops.vllm.plugins.module_utils._sequential_stop import describe as describe_stop
+from ansible_collections.llmops.vllm.plugins.module_utils._sequential_stop import losing
 from ansible_collections.llmops.vllm.plugins.module_utils._type_names import plain_type_name
 from ansible_collections.llmops.vllm.plugins.plugin_utils._comparison import (
     DEFAULT_MARGIN_PCT,
@@ -74,7 +82,7 @@ MIN_RUNS = 3
 # What of a decision is the decision itself: stored, written to JSON and kept in the node's record.
 DECISION_KEYS = ('decision', 'outcome', 'rule', 'reason', 'to_decide', 'keep_when', 'margin_pct', 'min_runs',
                  'delta_pct', 'failed_requests', 'slo', 'levels', 'history', 'workloads', 'baseline', 'unit_checksum',
-                 'identity')
+                 'identity', 'stopped_early')
 
 
 class DecisionError(ComparisonError):
@@ -266,8 +274,9 @@ def decide(variant: t.Any, baseline: t.Any, history: Iterable[Mapping[str, t.Any
     for level in levels:
         level['slo_breaches'] = slo_breaches(by_variant[level['max_concurrency']],
                                              by_baseline[level['max_concurrency']], slo)
+    stops = _early_stops(levels, by_variant, by_baseline, keep_when, margin_pct)
     failed = {'variant': _failed(variant_levels), 'baseline': _failed(baseline_levels)}
-    decision = _overall(levels, failed, keep_when, margin_pct, min_runs)
+    decision = _overall(levels, failed, keep_when, margin_pct, min_runs, stops)
     history_note = _history_note(levels)
     if not history_note['earlier_lifetimes'] and decision['outcome'] in (FASTER, NOT_SLOWER, SLOWER):
         # Said where the operator reads it: an interval without history may be too narrow.
@@ -282,8 +291,28 @@ def decide(variant: t.Any, baseline: t.Any, history: Iterable[Mapping[str, t.Any
         slo=slo or None,
         levels=levels,
         history=history_note,
+        stopped_early=bool(stops),
     )
     return decision
+
+
+def _early_stops(levels, by_variant, by_baseline, keep_when, margin_pct):
+    """The sequential test, run again on the runs of each level whose benchmark stopped early.
+
+    Marks every level with ``stopped_early``; a stopped level is judged on the runs it has, whatever
+    min_runs says. Returns the test's answer by level, in the order measured.
+    """
+    stops = {}
+    for level in levels:
+        key = level['max_concurrency']
+        level['stopped_early'] = bool(by_variant[key].get('stopped_early'))
+        if not level['stopped_early']:
+            continue
+        stops[key] = losing(runs_of(by_baseline[key]), runs_of(by_variant[key]), keep_when, margin_pct)
+        level['too_few_runs'] = False
+        if level['half_width_pct'] is not None:
+            level['status'] = judge_level(level['delta_pct'], level['half_width_pct'], margin_pct)
+    return stops
 
 
 def _same_requests(history, by_baseline):
@@ -371,6 +400,7 @@ def decide_workloads(variant: t.Any, baseline: t.Any, history: Iterable[Mapping[
         'levels': levels,
         'history': min((answer['history'] for answer in answers.values()), key=lambda note: note['earlier_lifetimes']),
         'workloads': summaries,
+        'stopped_early': any(answer['stopped_early'] for answer in answers.values()),
     }
     # A shown failure names the trial's outcome before a workload that could not tell: an operator who reads
     # "inconclusive" would rerun a trial that another workload has already failed for certain.
@@ -442,7 +472,7 @@ def _interval(level):
     return '%+.1f%% (95%% interval %+.1f%% to %+.1f%%)' % (level['delta_pct'], level['lower_pct'], level['upper_pct'])
 
 
-def _overall(levels, failed, keep_when, margin_pct, min_runs):
+def _overall(levels, failed, keep_when, margin_pct, min_runs, stops):
     rule = ('keep_when=not_slower: keep when every level is shown to be at most %.1f%% slower' % margin_pct
             if keep_when == NOT_SLOWER else
             'keep_when=faster: keep when every level is shown to be at most %.1f%% slower and one is shown faster'
@@ -452,6 +482,8 @@ def _overall(levels, failed, keep_when, margin_pct, min_runs):
                        'inconclusive: %d failed requests in the variant\'s benchmark and %d in the baseline\'s'
                        % (failed['variant'], failed['baseline']),
                        'a benchmark without failed requests (see the errors of each level), then the trial again')
+    if stops:
+        return _stopped_answer(levels, stops, rule, keep_when, margin_pct)
     few = [level for level in levels if level['too_few_runs']]
     if few:
         level = few[0]
@@ -491,6 +523,24 @@ def _overall(levels, failed, keep_when, margin_pct, min_runs):
         reason = 'not slower %s: %s output tok/s vs the baseline, within the %.1f%% margin' % (
             _where(worst), _interval(worst), margin_pct)
     return _answer(KEEP, outcome, rule, reason, None)
+
+
+def _stopped_answer(levels, stops, rule, keep_when, margin_pct):
+    """Roll back a trial whose benchmark stopped early: it stopped because the variant was losing."""
+    shown = [key for key, test in stops.items() if test['losing']]
+    key = shown[0] if shown else next(iter(stops))
+    where = _where(next(level for level in levels if level['max_concurrency'] == key))
+    test = stops[key]
+    if shown:
+        return _answer(ROLL_BACK, SLOWER, rule, 'slower %s: the benchmark stopped early, after %s'
+                       % (where, describe_stop(test)), None)
+    figures = ('%d runs of the variant and %d of the baseline' % (test['variant_runs'], test['baseline_runs'])
+               if test['delta_pct'] is None else describe_stop(test))
+    return _answer(ROLL_BACK, INCONCLUSIVE, rule,
+                   'inconclusive %s: the benchmark stopped early, but under keep_when=%s and a %.1f%% margin its'
+                   ' runs do not show the variant losing: %s' % (where, keep_when, margin_pct, figures),
+                   'a benchmark run under the same keep_when and margin_pct, or without stopping early'
+                   ' (vllm_switch_early_stop: false), then the trial again')
 
 
 def _what_would_decide(level):
