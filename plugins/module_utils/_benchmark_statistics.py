@@ -12,6 +12,7 @@ population standard deviations and linearly interpolated percentiles match numpy
 
 from __future__ import annotations
 
+import functools
 import math
 
 # The continued fraction of the incomplete beta function converges in a few dozen terms for the
@@ -86,6 +87,8 @@ def t_two_sided_tail(value, degrees_of_freedom):
                             degrees_of_freedom / (degrees_of_freedom + value * value))
 
 
+# A few (degrees, confidence) pairs recur in every decision and look; each costs a bisection.
+@functools.lru_cache(maxsize=256)
 def t_critical(degrees_of_freedom, confidence):
     """Two-sided critical value of Student's t: P(|T| <= value) = confidence.
 
