@@ -97,9 +97,10 @@ def stop_when_slower(baseline, workload=DEFAULT_WORKLOAD, keep_when=NOT_SLOWER, 
         raise AnsibleFilterError(f'stop_when_slower: keep_when must be one of {", ".join(KEEP_WHEN)}, got {keep_when!r}')
     try:
         margin = float(margin_pct)
-        results = workload_results(baseline, 'baseline')
     except (TypeError, ValueError) as error:
         raise AnsibleFilterError(f'stop_when_slower: margin_pct must be a number, got {margin_pct!r}') from error
+    try:
+        results = workload_results(baseline, 'baseline')
     except WorkloadError as error:
         raise AnsibleFilterError(f'stop_when_slower: {error}') from error
     if workload not in results:
