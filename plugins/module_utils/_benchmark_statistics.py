@@ -12,15 +12,13 @@ population standard deviations and linearly interpolated percentiles match numpy
 
 from __future__ import annotations
 
+import functools
 import math
 
-# Two-sided 95% critical values of Student's t for 1..30 degrees of freedom.
-_T_975 = (
-    12.7062, 4.3027, 3.1824, 2.7764, 2.5706, 2.4469, 2.3646, 2.3060, 2.2622, 2.2281,
-    2.2010, 2.1788, 2.1604, 2.1448, 2.1314, 2.1199, 2.1098, 2.1009, 2.0930, 2.0860,
-    2.0796, 2.0739, 2.0687, 2.0639, 2.0595, 2.0555, 2.0518, 2.0484, 2.0452, 2.0423,
-)
-_Z_975 = 1.959964
+# The continued fraction of the incomplete beta function converges in a few dozen terms for the
+# degrees of freedom a benchmark has; the cap only guards against a loop that never ends.
+_MAX_FRACTION_TERMS = 500
+_TINY = 1e-300
 
 LATENCY_METRICS = ("ttft", "tpot", "itl", "e2el")
 
@@ -50,27 +48,103 @@ def distribution_ms(name, seconds):
     }
 
 
+def _beta_fraction(a, b, x):
+    """The continued fraction of the regularized incomplete beta function, evaluated by Lentz's method."""
+    numerator_c = 1.0
+    denominator_d = 1.0 - (a + b) * x / (a + 1.0)
+    denominator_d = 1.0 / (denominator_d if abs(denominator_d) > _TINY else _TINY)
+    value = denominator_d
+    for m in range(1, _MAX_FRACTION_TERMS):
+        for coefficient in (m * (b - m) * x / ((a + 2 * m - 1.0) * (a + 2 * m)),
+                            -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1.0))):
+            denominator_d = 1.0 + coefficient * denominator_d
+            denominator_d = 1.0 / (denominator_d if abs(denominator_d) > _TINY else _TINY)
+            numerator_c = 1.0 + coefficient / numerator_c
+            numerator_c = numerator_c if abs(numerator_c) > _TINY else _TINY
+            step = denominator_d * numerator_c
+            value *= step
+        if abs(step - 1.0) < 1e-15:
+            break
+    return value
+
+
+def regularized_beta(a, b, x):
+    """I_x(a, b), the regularized incomplete beta function, for a, b > 0 and 0 <= x <= 1."""
+    if x <= 0.0:
+        return 0.0
+    if x >= 1.0:
+        return 1.0
+    log_front = math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x)
+    # The fraction converges fast only below the mean of the beta distribution; above it, use the mirror.
+    if x < (a + 1.0) / (a + b + 2.0):
+        return math.exp(log_front) * _beta_fraction(a, b, x) / a
+    return 1.0 - math.exp(log_front) * _beta_fraction(b, a, 1.0 - x) / b
+
+
+def t_two_sided_tail(value, degrees_of_freedom):
+    """P(|T| > value) for Student's t with the given degrees of freedom."""
+    return regularized_beta(degrees_of_freedom / 2.0, 0.5,
+                            degrees_of_freedom / (degrees_of_freedom + value * value))
+
+
+# A few (degrees, confidence) pairs recur in every decision and look; each costs a bisection.
+@functools.lru_cache(maxsize=256)
+def t_critical(degrees_of_freedom, confidence):
+    """Two-sided critical value of Student's t: P(|T| <= value) = confidence.
+
+    Computed, not looked up, so that any confidence (the verdict's 95%, a stricter level for a
+    test repeated over several looks) comes from the same code; bisection to about 1e-12.
+    """
+    if degrees_of_freedom < 1:
+        raise ValueError("degrees of freedom must be at least 1, got %r" % (degrees_of_freedom,))
+    if not 0.0 < confidence < 1.0:
+        raise ValueError("confidence must lie strictly between 0 and 1, got %r" % (confidence,))
+    tail = 1.0 - confidence
+    low, high = 0.0, 1.0
+    while t_two_sided_tail(high, degrees_of_freedom) > tail:
+        low, high = high, high * 2.0
+    while high - low > 1e-12 * high:
+        middle = (low + high) / 2.0
+        if t_two_sided_tail(middle, degrees_of_freedom) > tail:
+            low = middle
+        else:
+            high = middle
+    return (low + high) / 2.0
+
+
 def t_critical_95(degrees_of_freedom):
     """Two-sided 95% critical value of Student's t."""
-    if degrees_of_freedom <= len(_T_975):
-        return _T_975[degrees_of_freedom - 1]
-    # Cornish-Fisher expansion around the normal quantile; under 1e-4 off beyond 30 degrees.
-    z = _Z_975
-    v = float(degrees_of_freedom)
-    return (
-        z
-        + (z ** 3 + z) / (4 * v)
-        + (5 * z ** 5 + 16 * z ** 3 + 3 * z) / (96 * v ** 2)
-        + (3 * z ** 7 + 19 * z ** 5 + 17 * z ** 3 - 15 * z) / (384 * v ** 3)
-    )
+    return t_critical(degrees_of_freedom, 0.95)
+
+
+def welch_half_width(first, second, confidence=0.95):
+    """Half-width of Welch's interval of the difference of the means of two samples, or None.
+
+    None when a sample has fewer than two values (no spread to measure). The Welch-Satterthwaite
+    degrees of freedom are rounded down, which widens the interval: the safe side.
+    """
+    if len(first) < 2 or len(second) < 2:
+        return None
+    share_first = _sample_variance(first) / len(first)
+    share_second = _sample_variance(second) / len(second)
+    spread = math.sqrt(share_first + share_second)
+    if spread == 0:
+        return 0.0
+    degrees = (share_first + share_second) ** 2 / (
+        share_first ** 2 / (len(first) - 1) + share_second ** 2 / (len(second) - 1))
+    return t_critical(max(1, int(degrees)), confidence) * spread
+
+
+def _sample_variance(samples):
+    mean = math.fsum(samples) / len(samples)
+    return math.fsum((sample - mean) ** 2 for sample in samples) / (len(samples) - 1)
 
 
 def mean_ci95(samples):
     """Mean of two or more samples and the half-width of its 95% confidence interval (Student's t)."""
     count = len(samples)
     mean = math.fsum(samples) / count
-    variance = math.fsum((sample - mean) ** 2 for sample in samples) / (count - 1)
-    return mean, t_critical_95(count - 1) * math.sqrt(variance / count)
+    return mean, t_critical_95(count - 1) * math.sqrt(_sample_variance(samples) / count)
 
 
 def summarize_errors(outcomes):
@@ -84,7 +158,8 @@ def summarize_errors(outcomes):
     return errors
 
 
-def _output_throughput(run):
+def run_output_throughput(run):
+    """Output tokens per second of one run: the tokens of its successful requests over its duration."""
     return sum(outcome.output_tokens for outcome in run.outcomes if outcome.success) / run.duration
 
 
@@ -124,7 +199,7 @@ def summarize_level(max_concurrency, runs):
         result.update(distribution_ms(name, timings[name]))
     result["errors"] = summarize_errors(outcomes)
     if len(runs) > 1:
-        per_repeat = [_output_throughput(run) for run in runs]
+        per_repeat = [run_output_throughput(run) for run in runs]
         mean, half_width = mean_ci95(per_repeat)
         result["output_throughput_mean"] = mean
         result["output_throughput_ci95"] = half_width

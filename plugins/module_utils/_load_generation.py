@@ -22,6 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from urllib.parse import urlsplit
 
 from ansible_collections.llmops.vllm.plugins.module_utils._benchmark_statistics import (
+    run_output_throughput,
     summarize_errors,
     summarize_level,
 )
@@ -32,6 +33,7 @@ from ansible_collections.llmops.vllm.plugins.module_utils._prometheus_text impor
 )
 from ansible_collections.llmops.vllm.plugins.module_utils._prompt_sets import built_in_requests, padded_request
 from ansible_collections.llmops.vllm.plugins.module_utils._replay_files import CHARACTERS_PER_TOKEN, read_replay_file
+from ansible_collections.llmops.vllm.plugins.module_utils._sequential_stop import losing
 
 ENDPOINT_PATHS = {
     "completions": "/v1/completions",
@@ -496,16 +498,41 @@ def run_benchmark(options):
     prompt_sha256 = hashlib.sha256(json.dumps(requests, sort_keys=True).encode("utf-8")).hexdigest()
     results = []
     warnings = []
-    for level in levels:
+    for position, level in enumerate(levels):
         before = _scrape_spec_decode(options["metrics_url"], options["timeout"], level, warnings, ssl_context)
-        runs = [
-            run_load(target, [next(pending_bodies) for dummy in range(num_prompts)], level, offsets)
-            for dummy in range(options["repeats"])
-        ]
+        runs = []
+        stop = None
+        for repeat in range(options["repeats"]):
+            runs.append(run_load(target, [next(pending_bodies) for dummy in range(num_prompts)], level, offsets))
+            # After the very last run there is nothing left to spare.
+            last = repeat == options["repeats"] - 1 and position == len(levels) - 1
+            if not last:
+                stop = _stop_test(options.get("stop_when_slower"), level, runs)
+                if stop is not None:
+                    break
         result = summarize_level(level, runs)
         result["prompt_set_sha256"] = prompt_sha256
         if before is not None:
             after = _scrape_spec_decode(options["metrics_url"], options["timeout"], level, warnings, ssl_context)
             result.update(spec_decode_delta(before, after))
+        if stop is not None:
+            result["stopped_early"] = True
+            result["stopped_early_reason"] = "stopped after run %d of %d: %s" % (
+                len(runs), options["repeats"], stop["reason"])
+            result["stopped_early_test"] = stop
         results.append(result)
+        if stop is not None:
+            break
     return results, warnings
+
+
+def _stop_test(stop_when_slower, level, runs):
+    """The sequential test's answer when it shows the variant losing at this level, else None."""
+    if not stop_when_slower:
+        return None
+    baseline_runs = stop_when_slower["baseline_runs"].get(level)
+    if not baseline_runs:
+        return None
+    answer = losing(baseline_runs, [run_output_throughput(run) for run in runs],
+                    stop_when_slower["keep_when"], stop_when_slower["margin_pct"])
+    return answer if answer["losing"] else None

@@ -172,6 +172,41 @@ options:
       - Prometheus endpoint read before and after each level for vLLM's speculative-decoding counters.
       - Defaults to O(base_url) followed by C(/metrics).
     type: str
+  stop_when_slower:
+    description:
+      - Stop the benchmark early once a sequential test shows the variant losing against a baseline measured
+        before, so that a variant certainly slower does not use up the time of its remaining runs.
+      - After each run of a level from the second on (up to the fifth), the output throughput of the level's runs
+        so far is compared with O(stop_when_slower.baseline_runs) of that level by Welch's interval at 99%; by
+        Bonferroni's inequality, its four looks at most err 4% of the time together, within the 5% of the verdict
+        of P(llmops.vllm.trial_decision#module). When the interval lies entirely below 0 (O(stop_when_slower.keep_when=faster))
+        or below minus O(stop_when_slower.margin_pct) (V(not_slower)), the level's remaining runs and the
+        remaining levels are skipped, and the result says so in RV(stopped_early) and RV(results[].stopped_early).
+      - The last run of the last level is not tested, as there is nothing left to skip.
+      - Without this option every run of every level is measured.
+    type: dict
+    version_added: 1.1.0
+    suboptions:
+      baseline_runs:
+        description:
+          - Output throughput (tokens/s) of each run of the baseline, by concurrency level; for example the
+            RV(results[].output_throughput_repeats) of the baseline's benchmark. A level not listed, or listed with
+            fewer than two runs, is never stopped.
+        type: dict
+        required: true
+      margin_pct:
+        description:
+          - The margin of the verdict, in percent; used with O(stop_when_slower.keep_when=not_slower).
+        type: float
+        default: 8.0
+      keep_when:
+        description:
+          - The verdict's rule. V(not_slower) keeps a variant shown to be at most O(stop_when_slower.margin_pct)
+            slower, so the test stops when it is shown slower than that; V(faster) needs it shown faster, so the test
+            stops when it is shown slower at all.
+        type: str
+        choices: [not_slower, faster]
+        default: not_slower
   labels:
     description:
       - Free-form facts about what is measured (model, variant, unit checksum, vLLM version, speculative config),
@@ -235,6 +270,19 @@ EXAMPLES = r"""
   delegate_to: localhost
   register: bench
 
+- name: Benchmark a variant, stopping early once it is shown more than 5% slower than the baseline
+  llmops.vllm.openai_benchmark:
+    base_url: http://127.0.0.1:8000
+    model: kimi-k2.5
+    concurrency: [1, 8]
+    repeats: 5
+    stop_when_slower:
+      baseline_runs: "{{ baseline_bench.results | items2dict(key_name='max_concurrency', value_name='output_throughput_repeats') }}"
+      margin_pct: 5
+      keep_when: not_slower
+  delegate_to: localhost
+  register: bench
+
 - name: Stop when more than 1% of requests failed
   ansible.builtin.assert:
     that: bench.results[0].failed <= bench.results[0].completed * 0.01
@@ -265,6 +313,20 @@ errors:
     connection_refused:
       count: 1
       first_message: "ConnectionRefusedError: [Errno 111] Connection refused"
+stopped_early:
+  description: Whether O(stop_when_slower) stopped the benchmark before its end.
+  returned: when O(stop_when_slower) is set and check mode is off
+  type: bool
+  sample: true
+  version_added: 1.1.0
+stopped_early_reason:
+  description: Which level stopped the benchmark, after which run, the sequential test's figures and the levels skipped.
+  returned: when RV(stopped_early) is true
+  type: str
+  sample: "at concurrency 4, stopped after run 2 of 5: 2 runs of the variant against 5 of the baseline: output tok/s -19.0%
+    (99% interval -31.2% to -6.8%, look 1 of at most 4); the interval ends below -5.0%, so it cannot be shown at most 5.0%
+    slower; levels 8, 16 skipped"
+  version_added: 1.1.0
 results:
   description:
     - One entry per O(concurrency) level, in order, with the keys C(vllm bench serve) saves. Times are in
@@ -458,6 +520,50 @@ results:
       returned: when O(repeats) is above 1
       type: float
       sample: 5.5
+    stopped_early:
+      description: The sequential test of O(stop_when_slower) stopped this level before its last run.
+      returned: when this level stopped the benchmark
+      type: bool
+      sample: true
+      version_added: 1.1.0
+    stopped_early_reason:
+      description: After which run this level stopped, with the sequential test's figures.
+      returned: when this level stopped the benchmark
+      type: str
+      sample: "stopped after run 2 of 5: 2 runs of the variant against 5 of the baseline: output tok/s -19.0% (99% interval
+        -31.2% to -6.8%, look 1 of at most 4); the interval ends below -5.0%, so it cannot be shown at most 5.0% slower"
+      version_added: 1.1.0
+    stopped_early_test:
+      description:
+        - The sequential test's figures, in percent of the baseline's mean output throughput.
+      returned: when this level stopped the benchmark
+      type: dict
+      version_added: 1.1.0
+      contains:
+        look:
+          description: Which look stopped it; 1 is the look after the second run.
+          type: int
+        variant_runs:
+          description: Runs of the variant measured.
+          type: int
+        baseline_runs:
+          description: Runs of the baseline compared with.
+          type: int
+        delta_pct:
+          description: Change of the mean output throughput against the baseline's.
+          type: float
+        lower_pct:
+          description: Lower end of the interval of that change.
+          type: float
+        upper_pct:
+          description: Upper end of the interval of that change.
+          type: float
+        threshold_pct:
+          description: What the upper end fell below (0, or minus the margin).
+          type: float
+        confidence_pct:
+          description: Two-sided confidence of the interval of one look.
+          type: float
 """
 
 import math
@@ -494,7 +600,62 @@ def _option_problems(params):
         problems.append("temperature must not be negative")
     if params["base_url"].rstrip("/").endswith("/v1"):
         problems.append("base_url is the server root: drop the trailing /v1")
+    if params["stop_when_slower"] is not None:
+        problems.extend(_stop_problems(params["stop_when_slower"]))
     return problems
+
+
+def _stop_problems(stop):
+    problems = []
+    margin = stop["margin_pct"]
+    if not (0 <= margin < math.inf):
+        problems.append("stop_when_slower.margin_pct must be a finite number of at least 0")
+    for level, runs in stop["baseline_runs"].items():
+        where = "stop_when_slower.baseline_runs.%s" % level
+        if _level_number(level) is None:
+            problems.append("%s: the key must be a concurrency level (a positive integer)" % where)
+        if not isinstance(runs, (list, tuple)) or not all(_is_rate(value) for value in runs):
+            problems.append("%s must be a list of output throughputs (finite numbers of at least 0)" % where)
+    return problems
+
+
+def _level_number(key):
+    try:
+        number = int(key)
+    except (TypeError, ValueError):
+        return None
+    return number if number >= 1 and str(number) == str(key).strip() else None
+
+
+def _is_rate(value):
+    if isinstance(value, bool):
+        return False
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return False
+    return 0 <= number < math.inf
+
+
+def _stop_settings(stop):
+    """stop_when_slower with its levels as integers (YAML and JSON give mapping keys as strings)."""
+    if stop is None:
+        return None
+    return dict(stop, baseline_runs={_level_number(level): [float(value) for value in runs]
+                                     for level, runs in stop["baseline_runs"].items()})
+
+
+def _stopped_early(results, levels):
+    """The top-level account of an early stop: which level stopped, why, and the levels never measured."""
+    stopped = [level for level in results if level.get("stopped_early")]
+    if not stopped:
+        return {"stopped_early": False}
+    level = stopped[0]
+    skipped = levels[len(results):]
+    reason = "at concurrency %s, %s" % (level["max_concurrency"], level["stopped_early_reason"])
+    if skipped:
+        reason += "; level%s %s skipped" % ("" if len(skipped) == 1 else "s", ", ".join(str(key) for key in skipped))
+    return {"stopped_early": True, "stopped_early_reason": reason}
 
 
 def main():
@@ -522,6 +683,14 @@ def main():
             timeout=dict(type="float", default=600),
             metrics_url=dict(type="str"),
             labels=dict(type="dict", default={}),
+            stop_when_slower=dict(
+                type="dict",
+                options=dict(
+                    baseline_runs=dict(type="dict", required=True),
+                    margin_pct=dict(type="float", default=8.0),
+                    keep_when=dict(type="str", default="not_slower", choices=["not_slower", "faster"]),
+                ),
+            ),
             validate_certs=dict(type="bool", default=True),
             ca_path=dict(type="path"),
         ),
@@ -532,9 +701,9 @@ def main():
     params["base_url"] = params["base_url"].rstrip("/")
     params["metrics_url"] = params["metrics_url"] or params["base_url"] + "/metrics"
     params["burstiness"] = params["burstiness"] or 1.0
-    # How the client trusts the server is not part of what was measured.
+    # How the client trusts the server, and when it may stop, are not part of what was measured.
     options = {key: value for key, value in params.items()
-               if key not in ("api_key", "labels", "validate_certs", "ca_path")}
+               if key not in ("api_key", "labels", "validate_certs", "ca_path", "stop_when_slower")}
     result = dict(changed=False, labels=params["labels"], options=options, results=[])
 
     failure = None
@@ -546,6 +715,7 @@ def main():
     else:
         try:
             params["ssl_context"] = client_context(params["validate_certs"], params["ca_path"])
+            params["stop_when_slower"] = _stop_settings(params["stop_when_slower"])
             result["results"], warnings = run_benchmark(params)
         except BenchmarkAborted as exc:
             failure = str(exc)
@@ -563,6 +733,10 @@ def main():
                 completed,
                 requested,
             )
+            if params["stop_when_slower"] is not None:
+                result.update(_stopped_early(result["results"], params["concurrency"]))
+                if result["stopped_early"]:
+                    result["msg"] += " Stopped early: %s." % result["stopped_early_reason"]
             if not completed:
                 failure = "No request succeeded. %s" % result["msg"]
 

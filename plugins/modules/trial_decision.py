@@ -28,6 +28,11 @@ description:
     throughput. With O(keep_when=not_slower) the variant is kept when every level is V(faster) or
     V(not_slower); with O(keep_when=faster) one level must also be V(faster). Anything else rolls back, and
     the reason says what would decide it. docs/benchmarking.md states the error rates of this rule.
+  - A level whose benchmark stopped early (O(llmops.vllm.openai_benchmark#module:stop_when_slower)) is judged on the
+    runs it measured, even fewer than O(min_runs), as the sequential test that stopped it is stricter. The variant
+    is then rolled back, as V(slower) when that test, run again on the same runs with O(keep_when) and
+    O(margin_pct), shows it losing, else as V(inconclusive); the reason says that the benchmark stopped early, with
+    the test's figures.
   - A trial may measure several workloads (kinds of traffic); each result names its workload with the label
     C(workload). Every workload is decided on its own, with its own history and SLO, and the variant is kept
     only when every workload keeps it. The first workload that rolls it back gives the outcome and the reason.
@@ -291,6 +296,10 @@ levels:
       description: The variant's mean tokens gained per draft (1 + accepted / drafts); V(null) when not measured.
       type: float
       version_added: 1.1.0
+    stopped_early:
+      description: Whether the variant's benchmark stopped early at this level; its runs are judged whatever O(min_runs) says.
+      type: bool
+      version_added: 1.1.0
     slo_breaches:
       description: What of this level breaks O(slo), in words; empty when it holds.
       type: list
@@ -334,4 +343,10 @@ identity:
   description: O(identity), as it was given; V(null) without one.
   returned: always
   type: str
+stopped_early:
+  description: Whether the variant's benchmark stopped early at a level, which rolls the variant back.
+  returned: always
+  type: bool
+  sample: false
+  version_added: 1.1.0
 """

@@ -10,7 +10,7 @@ lifetime only show how noisy one lifetime is; two lifetimes of the same server d
 (on the mock node the same baseline gave 775 to 986 tok/s over four lifetimes). So the interval
 of the difference is the wider of:
 
-- the within-lifetime interval: Welch's 95% interval of the difference of the two means of runs;
+- the within-lifetime interval: Welch's 95% interval (module_utils._benchmark_statistics) of the difference of the two means of runs;
 - the between-lifetime interval: from the baseline's own history (the mean of every earlier
   lifetime of the same host, model and unit checksum, plus this trial's), the spread of lifetime
   means s, and the difference of two lifetimes: t(0.975, k-1) * sqrt(2) * s. A lifetime mean
@@ -30,6 +30,12 @@ absolute one such as p99 TTFT in ms, or a regression in percent against the base
 figure) is rolled back for that, whatever its throughput. keep_when=not_slower keeps a variant when every level is faster
 or not slower; keep_when=faster also needs one level shown faster. Anything else rolls back: the
 known-good baseline is the safe answer, and the reason says what would decide it.
+
+A level whose benchmark stopped early (openai_benchmark's stop_when_slower) is judged on the runs
+it measured, even fewer than min_runs: the sequential test that stopped it (Welch's interval at
+99% per look, module_utils._sequential_stop) is stricter than the verdict's. Such a trial always
+rolls back: slower when that test, run again here on the same runs, shows the variant losing;
+inconclusive when it does not (the benchmark ran under another rule or margin).
 """
 
 from __future__ import annotations
@@ -39,7 +45,9 @@ import statistics
 import typing as t
 from collections.abc import Iterable, Mapping
 
-from ansible_collections.llmops.vllm.plugins.module_utils._benchmark_statistics import t_critical_95
+from ansible_collections.llmops.vllm.plugins.module_utils._benchmark_statistics import t_critical_95, welch_half_width
+from ansible_collections.llmops.vllm.plugins.module_utils._sequential_stop import describe as describe_stop
+from ansible_collections.llmops.vllm.plugins.module_utils._sequential_stop import losing
 from ansible_collections.llmops.vllm.plugins.module_utils._type_names import plain_type_name
 from ansible_collections.llmops.vllm.plugins.plugin_utils._comparison import (
     DEFAULT_MARGIN_PCT,
@@ -74,7 +82,7 @@ MIN_RUNS = 3
 # What of a decision is the decision itself: stored, written to JSON and kept in the node's record.
 DECISION_KEYS = ('decision', 'outcome', 'rule', 'reason', 'to_decide', 'keep_when', 'margin_pct', 'min_runs',
                  'delta_pct', 'failed_requests', 'slo', 'levels', 'history', 'workloads', 'baseline', 'unit_checksum',
-                 'identity')
+                 'identity', 'stopped_early')
 
 
 class DecisionError(ComparisonError):
@@ -181,20 +189,6 @@ def _metric_words(metric: str) -> str:
     return '%s %s' % (stat, name.upper())
 
 
-def within_half_width(variant_runs: list[float], baseline_runs: list[float]) -> float | None:
-    """Half-width of Welch's 95% interval of the difference of the two means, or None with under 2 runs a side."""
-    if len(variant_runs) < 2 or len(baseline_runs) < 2:
-        return None
-    share_v = statistics.variance(variant_runs) / len(variant_runs)
-    share_b = statistics.variance(baseline_runs) / len(baseline_runs)
-    spread = math.sqrt(share_v + share_b)
-    if spread == 0:
-        return 0.0
-    # Welch-Satterthwaite degrees of freedom, rounded down to stay on the safe side.
-    df = (share_v + share_b) ** 2 / (share_v ** 2 / (len(variant_runs) - 1) + share_b ** 2 / (len(baseline_runs) - 1))
-    return t_critical_95(max(1, int(df))) * spread
-
-
 def lifetime_spread(lifetime_means: list[float]) -> dict[str, t.Any]:
     """What k lifetime means of the baseline say about the difference between two lifetimes.
 
@@ -280,8 +274,9 @@ def decide(variant: t.Any, baseline: t.Any, history: Iterable[Mapping[str, t.Any
     for level in levels:
         level['slo_breaches'] = slo_breaches(by_variant[level['max_concurrency']],
                                              by_baseline[level['max_concurrency']], slo)
+    stops = _early_stops(levels, by_variant, by_baseline, keep_when, margin_pct)
     failed = {'variant': _failed(variant_levels), 'baseline': _failed(baseline_levels)}
-    decision = _overall(levels, failed, keep_when, margin_pct, min_runs)
+    decision = _overall(levels, failed, keep_when, margin_pct, min_runs, stops)
     history_note = _history_note(levels)
     if not history_note['earlier_lifetimes'] and decision['outcome'] in (FASTER, NOT_SLOWER, SLOWER):
         # Said where the operator reads it: an interval without history may be too narrow.
@@ -296,8 +291,28 @@ def decide(variant: t.Any, baseline: t.Any, history: Iterable[Mapping[str, t.Any
         slo=slo or None,
         levels=levels,
         history=history_note,
+        stopped_early=bool(stops),
     )
     return decision
+
+
+def _early_stops(levels, by_variant, by_baseline, keep_when, margin_pct):
+    """The sequential test, run again on the runs of each level whose benchmark stopped early.
+
+    Marks every level with ``stopped_early``; a stopped level is judged on the runs it has, whatever
+    min_runs says. Returns the test's answer by level, in the order measured.
+    """
+    stops = {}
+    for level in levels:
+        key = level['max_concurrency']
+        level['stopped_early'] = bool(by_variant[key].get('stopped_early'))
+        if not level['stopped_early']:
+            continue
+        stops[key] = losing(runs_of(by_baseline[key]), runs_of(by_variant[key]), keep_when, margin_pct)
+        level['too_few_runs'] = False
+        if level['half_width_pct'] is not None:
+            level['status'] = judge_level(level['delta_pct'], level['half_width_pct'], margin_pct)
+    return stops
 
 
 def _same_requests(history, by_baseline):
@@ -385,6 +400,7 @@ def decide_workloads(variant: t.Any, baseline: t.Any, history: Iterable[Mapping[
         'levels': levels,
         'history': min((answer['history'] for answer in answers.values()), key=lambda note: note['earlier_lifetimes']),
         'workloads': summaries,
+        'stopped_early': any(answer['stopped_early'] for answer in answers.values()),
     }
     # A shown failure names the trial's outcome before a workload that could not tell: an operator who reads
     # "inconclusive" would rerun a trial that another workload has already failed for certain.
@@ -412,7 +428,7 @@ def _level(key, variant, baseline, past, current, margin_pct, min_runs):
     if baseline_mean <= 0:
         raise DecisionError('the baseline produced no output tokens at max_concurrency %s' % key)
     delta_pct = percent_change(variant_mean, baseline_mean)
-    within = within_half_width(variant_runs, baseline_runs)
+    within = welch_half_width(variant_runs, baseline_runs)
     within_pct = None if within is None else within * 100.0 / baseline_mean
     lifetimes = dict(past)
     lifetimes[str(current)] = baseline_mean
@@ -462,7 +478,7 @@ def _interval(level):
     return '%+.1f%% (95%% interval %+.1f%% to %+.1f%%)' % (level['delta_pct'], level['lower_pct'], level['upper_pct'])
 
 
-def _overall(levels, failed, keep_when, margin_pct, min_runs):
+def _overall(levels, failed, keep_when, margin_pct, min_runs, stops):
     rule = ('keep_when=not_slower: keep when every level is shown to be at most %.1f%% slower' % margin_pct
             if keep_when == NOT_SLOWER else
             'keep_when=faster: keep when every level is shown to be at most %.1f%% slower and one is shown faster'
@@ -472,6 +488,8 @@ def _overall(levels, failed, keep_when, margin_pct, min_runs):
                        'inconclusive: %d failed requests in the variant\'s benchmark and %d in the baseline\'s'
                        % (failed['variant'], failed['baseline']),
                        'a benchmark without failed requests (see the errors of each level), then the trial again')
+    if stops:
+        return _stopped_answer(levels, stops, rule, keep_when, margin_pct)
     few = [level for level in levels if level['too_few_runs']]
     if few:
         level = few[0]
@@ -511,6 +529,24 @@ def _overall(levels, failed, keep_when, margin_pct, min_runs):
         reason = 'not slower %s: %s output tok/s vs the baseline, within the %.1f%% margin' % (
             _where(worst), _interval(worst), margin_pct)
     return _answer(KEEP, outcome, rule, reason, None)
+
+
+def _stopped_answer(levels, stops, rule, keep_when, margin_pct):
+    """Roll back a trial whose benchmark stopped early: it stopped because the variant was losing."""
+    shown = [key for key, test in stops.items() if test['losing']]
+    key = shown[0] if shown else next(iter(stops))
+    where = _where(next(level for level in levels if level['max_concurrency'] == key))
+    test = stops[key]
+    if shown:
+        return _answer(ROLL_BACK, SLOWER, rule, 'slower %s: the benchmark stopped early, after %s'
+                       % (where, describe_stop(test)), None)
+    figures = ('%d runs of the variant and %d of the baseline' % (test['variant_runs'], test['baseline_runs'])
+               if test['delta_pct'] is None else describe_stop(test))
+    return _answer(ROLL_BACK, INCONCLUSIVE, rule,
+                   'inconclusive %s: the benchmark stopped early, but under keep_when=%s and a %.1f%% margin its'
+                   ' runs do not show the variant losing: %s' % (where, keep_when, margin_pct, figures),
+                   'a benchmark run under the same keep_when and margin_pct, or without stopping early'
+                   ' (vllm_switch_early_stop: false), then the trial again')
 
 
 def _what_would_decide(level):

@@ -23,7 +23,7 @@ from ansible_collections.llmops.vllm.plugins.module_utils._type_names import pla
 DEFAULT_WORKLOAD = 'default'
 
 # The llmops.vllm.openai_benchmark options a workload may set; the rest (URL, model, key, labels)
-# belong to the deployment.
+# belong to the deployment, and stop_when_slower to the trial (built from its baseline's runs).
 BENCHMARK_OPTIONS = (
     'endpoint', 'prompt_set', 'context_tokens', 'chat_template_kwargs', 'tools', 'tool_choice', 'num_prompts',
     'concurrency', 'request_rate', 'burstiness', 'max_tokens', 'temperature', 'ignore_eos', 'warmup_requests',

@@ -212,3 +212,97 @@ def test_an_unreachable_metrics_url_is_a_warning_not_a_failure():
     assert result["results"][0]["completed"] == 1
     assert "spec_decode_acceptance_rate" not in result["results"][0]
     assert any("spec-decode acceptance is not reported" in warning for warning in result["warnings"])
+
+
+def test_stop_when_slower_stops_a_level_and_skips_the_rest():
+    # The scripted server answers in microseconds: any real baseline of a billion tokens/s is far faster.
+    baseline = {"1": [1.0e9, 1.01e9, 0.99e9, 1.0e9], "2": [1.0e9, 1.01e9, 0.99e9, 1.0e9]}
+    with ScriptedServer(short_streams(1 + 2)) as server:
+        result = run_module({
+            "base_url": server.base_url,
+            "model": "tiny",
+            "num_prompts": 1,
+            "concurrency": [1, 2],
+            "repeats": 4,
+            "stop_when_slower": {"baseline_runs": baseline, "margin_pct": 5, "keep_when": "not_slower"},
+        })
+
+    assert len(server.requests) == 1 + 2
+    assert [level["max_concurrency"] for level in result["results"]] == [1]
+    level = result["results"][0]
+    assert level["stopped_early"] is True
+    assert len(level["output_throughput_repeats"]) == 2
+    assert level["completed"] == 2
+    assert level["stopped_early_test"]["look"] == 1
+    assert level["stopped_early_test"]["upper_pct"] < -5
+    assert level["stopped_early_reason"].startswith("stopped after run 2 of 4: 2 runs of the variant against 4")
+    assert result["stopped_early"] is True
+    assert result["stopped_early_reason"].startswith("at concurrency 1, stopped after run 2 of 4")
+    assert result["stopped_early_reason"].endswith("; level 2 skipped")
+    assert "Stopped early" in result["msg"]
+    assert "stop_when_slower" not in result["options"]
+
+
+def test_stop_when_slower_goes_on_while_the_variant_may_win():
+    # A baseline far slower than anything the server does: the variant is never losing.
+    baseline = {1: [1.0e-3, 1.1e-3, 0.9e-3]}
+    with ScriptedServer(short_streams(1 + 3 + 3)) as server:
+        result = run_module({
+            "base_url": server.base_url,
+            "model": "tiny",
+            "num_prompts": 1,
+            "concurrency": [1, 2],
+            "repeats": 3,
+            "stop_when_slower": {"baseline_runs": baseline, "keep_when": "faster"},
+        })
+
+    assert len(server.requests) == 1 + 3 + 3
+    assert [len(level["output_throughput_repeats"]) for level in result["results"]] == [3, 3]
+    assert not any("stopped_early" in level for level in result["results"])
+    assert result["stopped_early"] is False
+    assert "stopped_early_reason" not in result
+
+
+def test_without_stop_when_slower_nothing_changes():
+    with ScriptedServer(short_streams(1 + 2 + 2)) as server:
+        result = run_module({"base_url": server.base_url, "model": "tiny", "num_prompts": 1, "concurrency": [1, 2],
+                             "repeats": 2})
+
+    assert len(server.requests) == 1 + 2 + 2
+    assert "stopped_early" not in result
+    assert not any(key.startswith("stopped_early") for level in result["results"] for key in level)
+
+
+@pytest.mark.parametrize("stop, message", [
+    ({"baseline_runs": {"one": [1.0, 2.0]}}, "stop_when_slower.baseline_runs.one: the key must be a concurrency level"),
+    ({"baseline_runs": {"1": [1.0, "fast"]}}, "stop_when_slower.baseline_runs.1 must be a list of output throughputs"),
+    ({"baseline_runs": {"1": 5.0}}, "stop_when_slower.baseline_runs.1 must be a list"),
+    ({"baseline_runs": {}, "margin_pct": -1}, "stop_when_slower.margin_pct must be a finite number of at least 0"),
+])
+def test_bad_stop_when_slower_fails_before_any_request(stop, message):
+    with ScriptedServer() as server:
+        result = run_module({"base_url": server.base_url, "model": "tiny", "stop_when_slower": stop},
+                            outcome=ModuleFailure)
+        assert server.requests == []
+    assert message in result["msg"]
+
+
+def test_levels_before_the_stop_keep_all_their_runs():
+    # No baseline runs for level 1: it is never tested and runs to its end; level 2 stops after its second run.
+    baseline = {"2": [1.0e9, 1.01e9, 0.99e9]}
+    with ScriptedServer(short_streams(1 + 3 + 2)) as server:
+        result = run_module({
+            "base_url": server.base_url,
+            "model": "tiny",
+            "num_prompts": 1,
+            "concurrency": [1, 2, 4],
+            "repeats": 3,
+            "stop_when_slower": {"baseline_runs": baseline, "keep_when": "faster"},
+        })
+
+    assert len(server.requests) == 1 + 3 + 2
+    assert [len(level["output_throughput_repeats"]) for level in result["results"]] == [3, 2]
+    assert "stopped_early" not in result["results"][0]
+    assert result["results"][1]["stopped_early"] is True
+    assert result["stopped_early_reason"].startswith("at concurrency 2, stopped after run 2 of 3")
+    assert result["stopped_early_reason"].endswith("; level 4 skipped")

@@ -8,7 +8,7 @@ import statistics
 
 import pytest
 
-from ansible_collections.llmops.vllm.plugins.module_utils._benchmark_statistics import t_critical_95
+from ansible_collections.llmops.vllm.plugins.module_utils._benchmark_statistics import t_critical_95, welch_half_width
 from ansible_collections.llmops.vllm.plugins.plugin_utils._decision import (
     DEFAULT_MARGIN_PCT,
     DecisionError,
@@ -18,7 +18,6 @@ from ansible_collections.llmops.vllm.plugins.plugin_utils._decision import (
     judge_level,
     lifetime_spread,
     merged_slo,
-    within_half_width,
 )
 from ansible_collections.llmops.vllm.plugins.plugin_utils._results_store import BenchmarkRecord
 
@@ -158,9 +157,9 @@ def test_judge_level_edges(delta, half_width, margin, status):
 
 def test_welch_half_width_and_lifetime_spread_by_hand():
     # Two sides of 3 runs with variance 1 each: se = sqrt(2/3), Welch df = 4.
-    assert within_half_width([9.0, 10.0, 11.0], [19.0, 20.0, 21.0]) == pytest.approx(2.7764 * (2 / 3) ** 0.5)
-    assert within_half_width([10.0], [20.0, 21.0]) is None
-    assert within_half_width([10.0, 10.0], [20.0, 20.0]) == 0.0
+    assert welch_half_width([9.0, 10.0, 11.0], [19.0, 20.0, 21.0]) == pytest.approx(2.7764 * (2 / 3) ** 0.5, rel=3e-5)
+    assert welch_half_width([10.0], [20.0, 21.0]) is None
+    assert welch_half_width([10.0, 10.0], [20.0, 20.0]) == 0.0
     assert lifetime_spread([100.0]) == {'lifetimes': 1, 'cv_pct': None, 'half_width_pct': None}
     spread = lifetime_spread([90.0, 110.0])
     assert spread['cv_pct'] == pytest.approx(statistics.stdev([90.0, 110.0]))
@@ -408,3 +407,66 @@ def test_a_level_carries_the_tpots_and_the_acceptance_that_the_variant_search_mo
     assert (figures['variant_tpot_ms'], figures['baseline_tpot_ms']) == (11.5, 14.0)
     assert (figures['acceptance_rates'], figures['acceptance_length']) == (rates, 3.05)
     assert (unmeasured['acceptance_rates'], unmeasured['acceptance_length']) == (None, None)
+def stopped(runs, concurrency=4, **extra):
+    """A level openai_benchmark stopped early after these runs."""
+    return level(runs, concurrency=concurrency, stopped_early=True, stopped_early_reason='stopped after run 2 of 5',
+                 **extra)
+
+
+def test_a_level_stopped_early_is_judged_on_its_runs_and_rolls_back_as_slower():
+    baseline = result(level(around(100.0, 2.0), concurrency=1), level(around(100.0, 2.0)),
+                      level(around(100.0, 2.0), concurrency=16))
+    variant = result(level(around(99.0, 2.0), concurrency=1), stopped([80.0, 82.0]))
+
+    answer = decide(variant, baseline, margin_pct=5.0, min_runs=3)
+
+    assert (answer['decision'], answer['outcome']) == ('roll_back', 'slower')
+    assert answer['stopped_early'] is True
+    assert [item['stopped_early'] for item in answer['levels']] == [False, True]
+    judged = answer['levels'][1]
+    # Two runs are fewer than min_runs, yet the level is judged: the stop's test is stricter.
+    assert (judged['variant_runs'], judged['too_few_runs'], judged['status']) == (2, False, 'slower')
+    assert answer['reason'].startswith('slower at concurrency 4: the benchmark stopped early, after 2 runs of the'
+                                       ' variant against 5 of the baseline: output tok/s -19.0% (99% interval')
+    assert 'look 1 of at most 4' in answer['reason']
+    assert 'cannot be shown at most 5.0% slower' in answer['reason']
+
+
+def test_a_stopped_level_never_keeps_even_when_the_decision_reads_it_otherwise():
+    # Stopped under keep_when=faster (shown slower at all), decided under not_slower with a wide margin.
+    baseline = result(level(around(100.0, 1.0)))
+    variant = result(stopped([95.0, 95.5]))
+
+    answer = decide(variant, baseline, keep_when='not_slower', margin_pct=20.0)
+
+    assert (answer['decision'], answer['outcome']) == ('roll_back', 'inconclusive')
+    assert answer['stopped_early'] is True
+    assert 'the benchmark stopped early, but under keep_when=not_slower and a 20.0% margin' in answer['reason']
+    assert 'vllm_switch_early_stop: false' in answer['to_decide']
+    # The same runs under the benchmark's own rule: slower.
+    assert decide(variant, baseline, keep_when='faster')['outcome'] == 'slower'
+
+
+def test_without_a_stop_the_decision_is_unchanged():
+    baseline = result(level(around(100.0, 2.0)))
+    short = result(level([80.0, 82.0]))
+
+    answer = decide(short, baseline, margin_pct=5.0, min_runs=3)
+
+    assert answer['stopped_early'] is False
+    assert answer['levels'][0]['stopped_early'] is False
+    assert (answer['decision'], answer['outcome']) == ('roll_back', 'inconclusive')
+    assert answer['reason'].startswith('inconclusive: 2 runs of the variant and 5 of the baseline')
+
+
+def test_a_stop_in_one_workload_is_said_for_the_trial():
+    baseline = [{'labels': {'workload': 'chat'}, 'results': [level(around(100.0, 2.0))]},
+                {'labels': {'workload': 'code'}, 'results': [level(around(100.0, 2.0))]}]
+    variant = [{'labels': {'workload': 'chat'}, 'results': [level(around(101.0, 2.0))]},
+               {'labels': {'workload': 'code'}, 'results': [stopped([70.0, 71.0])]}]
+
+    answer = decide_workloads(variant, baseline, margin_pct=5.0)
+
+    assert answer['stopped_early'] is True
+    assert (answer['decision'], answer['outcome']) == ('roll_back', 'slower')
+    assert answer['reason'].startswith('workload code: slower at concurrency 4: the benchmark stopped early')
