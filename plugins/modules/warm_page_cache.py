@@ -95,7 +95,9 @@ seconds:
   type: float
   sample: 912.4
 skipped:
-  description: Whether nothing was read because the files do not fit in the available memory less the reserve.
+  description:
+    - Whether nothing was read because the files do not fit in the available memory less the reserve.
+    - Ansible then shows the task as skipped; RV(msg) says why.
   returned: always
   type: bool
   sample: false
