@@ -341,9 +341,9 @@ def main():
     warm = runs["compile warm, page cache warm"]
     print(ratio_line(cold["seconds"], warm["seconds"]))
     print(phase_line("weights load (journal)", page_cold["load_seconds"], warm["load_seconds"]))
+    figures = (cold["seconds"], page_cold["seconds"], cold["compile_seconds"], page_cold["compile_seconds"])
     print("compile cache: first completion %.1f s cold, %.1f s warm (page cache cold both times); "
-          "torch.compile %s s cold, %s s warm" % (cold["seconds"], page_cold["seconds"], cold["compile_seconds"],
-                                                   page_cold["compile_seconds"]))
+          "torch.compile %s s cold, %s s warm" % figures)
     if not (page_cold["compile_cache_hit"] and warm["compile_cache_hit"]):
         print("WARNING: a start with the compile cache warm did not say it loaded from it "
               "(no 'Directly load ...' line in its journal)")
