@@ -53,6 +53,8 @@ CASES = [
      "vllm_switch_benchmark.concurency: unknown option"),
     ("deploy-ngram.yml", {"vllm_baseline_variant": "baselin"},
      "vllm_baseline_variant: 'baselin' is not declared in vllm_variants"),
+    ("deploy-ngram.yml", {"vllm_switch_prefetch_timeout": 0},
+     "vllm_switch_prefetch_timeout: must be at least 1 second, got 0"),
     ("deploy-units.yml", {"vllm_user": "root"}, "vllm_user: must not be root"),
     ("deploy-units.yml", {"vllm_environment": {"HF_TOKEN": "hf_not_here"}},
      "vllm_environment.HF_TOKEN: looks like a secret"),
