@@ -166,11 +166,11 @@ def warm(paths, reserve_mib, timeout, check_mode=False, meminfo_text=None, clock
     total = sum(size for _path, size in files)
     available = mem_available(read_meminfo() if meminfo_text is None else meminfo_text)
     room = available - reserve_mib * MIB
-    result = dict(bytes=total, files=len(files), bytes_read=0, seconds=0.0, skipped=False,
+    result = dict(bytes=total, files=len(files), bytes_read=0, seconds=0.0, fits=True,
                   mem_available=available)
     counted = "%d file%s, %s" % (len(files), "" if len(files) == 1 else "s", size_text(total))
     if total > room:
-        result["skipped"] = True
+        result["fits"] = False
         result["msg"] = ("not read into the page cache: the weights (%s) do not fit in the memory available "
                          "(MemAvailable %s less the reserve of %d MiB leaves %s)"
                          % (counted, size_text(available), reserve_mib, size_text(max(room, 0))))

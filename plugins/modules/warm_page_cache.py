@@ -85,7 +85,7 @@ files:
   type: int
   sample: 66
 bytes_read:
-  description: How much was read; V(0) when skipped or in check mode, less than RV(bytes) after a timeout.
+  description: How much was read; V(0) when they do not fit or in check mode, less than RV(bytes) after a timeout.
   returned: always
   type: int
   sample: 594920000000
@@ -94,13 +94,13 @@ seconds:
   returned: always
   type: float
   sample: 912.4
-skipped:
+fits:
   description:
-    - Whether nothing was read because the files do not fit in the available memory less the reserve.
-    - Ansible then shows the task as skipped; RV(msg) says why.
+    - Whether the files fit in the available memory less the reserve. When they do not, nothing is read and
+      RV(msg) gives both figures.
   returned: always
   type: bool
-  sample: false
+  sample: true
 mem_available:
   description: C(MemAvailable) of C(/proc/meminfo) before the read, in bytes.
   returned: always

@@ -89,7 +89,7 @@ def test_weights_that_fit_are_read_whole(tmp_path):
     model = model_directory(tmp_path / 'model', {'a.safetensors': 5000, 'b.safetensors': 3000})
     result = warm([str(model)], reserve_mib=1, timeout=60, meminfo_text=meminfo(2 * 1024 + 8),
                   chunk_bytes=1024, priority=never_lower)
-    assert result['skipped'] is False and result['bytes'] == 8000 and result['bytes_read'] == 8000
+    assert result['fits'] is True and result['bytes'] == 8000 and result['bytes_read'] == 8000
     assert result['files'] == 2 and result['mem_available'] == (2 * 1024 + 8) * 1024
     assert result['msg'].startswith('read 2 files, 0.0 MB into the page cache in ')
 
@@ -98,7 +98,7 @@ def test_weights_that_do_not_fit_are_skipped_with_both_figures(tmp_path):
     model = model_directory(tmp_path / 'model', {'a.safetensors': 5000})
     # 5000 bytes against 1 MiB + 4 KiB available less a 1 MiB reserve: 4096 bytes of room.
     result = warm([str(model)], reserve_mib=1, timeout=60, meminfo_text=meminfo(1024 + 4), priority=never_lower)
-    assert result['skipped'] is True and result['bytes_read'] == 0 and result['bytes'] == 5000
+    assert result['fits'] is False and result['bytes_read'] == 0 and result['bytes'] == 5000
     assert result['msg'] == ('not read into the page cache: the weights (1 file, 0.0 MB) do not fit in the memory '
                              'available (MemAvailable 1.1 MB less the reserve of 1 MiB leaves 0.0 MB)')
     # The same weights fit once the reserve is smaller than what is left over.
@@ -111,7 +111,7 @@ def test_large_figures_are_given_in_gigabytes(tmp_path, monkeypatch):
     monkeypatch.setattr(_page_cache, 'weight_files', lambda paths: [(str(model / 'a.safetensors'), 595 * 10**9)])
     result = warm([str(model)], reserve_mib=16384, timeout=60, meminfo_text=meminfo(500 * 1024 * 1024),
                   priority=never_lower)
-    assert result['skipped'] and '(1 file, 595.0 GB)' in result['msg'] and 'MemAvailable 536.9 GB' in result['msg']
+    assert result['fits'] is False and '(1 file, 595.0 GB)' in result['msg'] and 'MemAvailable 536.9 GB' in result['msg']
     assert 'leaves 519.7 GB' in result['msg']
 
 
@@ -121,7 +121,7 @@ def test_check_mode_measures_and_reads_nothing(tmp_path, monkeypatch):
     calls = []
     result = warm([str(model)], reserve_mib=0, timeout=60, check_mode=True, meminfo_text=meminfo(4096),
                   priority=lambda: calls.append('lowered') or [])
-    assert result['bytes_read'] == 0 and result['skipped'] is False and result['bytes'] == 5000
+    assert result['bytes_read'] == 0 and result['fits'] is True and result['bytes'] == 5000
     assert result['msg'].startswith('would read 1 file, 0.0 MB into the page cache') and calls == []
 
 
@@ -142,7 +142,7 @@ def test_the_timeout_stops_the_read_and_says_how_far_it_got(tmp_path):
     result = warm([str(model)], reserve_mib=0, timeout=4, meminfo_text=meminfo(1024), clock=clock,
                   chunk_bytes=1024, priority=never_lower)
     # Deadline at 105 (read at 101); the file check reads 102, chunks at 103, 104 and 105: three chunks read.
-    assert result['bytes_read'] == 3 * 1024 and result['skipped'] is False
+    assert result['bytes_read'] == 3 * 1024 and result['fits'] is True
     assert result['msg'] == ('stopped after the timeout of 4 s: read 0.0 MB of 0.0 MB (0 of 2 files whole) into the '
                              'page cache')
 

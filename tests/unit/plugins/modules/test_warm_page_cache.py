@@ -37,7 +37,7 @@ def model(tmp_path):
 
 def test_weights_that_fit_are_read_and_nothing_changes(call, model):
     result = call(paths=[str(model)], reserve_mib=1)
-    assert 'failed' not in result and result['changed'] is False and result['skipped'] is False
+    assert 'failed' not in result and result['changed'] is False and result['fits'] is True
     assert result['bytes'] == result['bytes_read'] == 40002 and result['files'] == 2
     assert result['mem_available'] == (1024 + 64) * 1024
 
@@ -45,7 +45,7 @@ def test_weights_that_fit_are_read_and_nothing_changes(call, model):
 def test_weights_that_do_not_fit_are_skipped_not_failed(call, model):
     result = call(paths=[str(model)], reserve_mib=1, available_kib=1024 + 16)
     assert 'failed' not in result and result['changed'] is False
-    assert result['skipped'] is True and result['bytes_read'] == 0
+    assert result['fits'] is False and result['bytes_read'] == 0
     assert 'do not fit' in result['msg'] and 'MemAvailable 1.1 MB' in result['msg']
 
 
