@@ -72,6 +72,8 @@ MILESTONES = (
 )
 FIRST_COMPLETION = Milestone("first_completion", "first completion")
 READY = Milestone("ready", "ready")
+# Every phase name a start can have, in start order, and its words.
+PHASE_LABELS = tuple((milestone.name, milestone.label) for milestone in MILESTONES + (FIRST_COMPLETION, READY))
 
 # journald and the wait's clock disagree by a few milliseconds; lines a little before the recorded
 # process start (systemd's own "Started ..." line) still belong to it.
@@ -126,11 +128,11 @@ def start_summary(phases):
     if not phases:
         return "no start phases were seen"
     last = phases[-1]
-    parts = ", ".join("%s %s" % (phase["label"], _seconds_text(phase["seconds"])) for phase in phases)
-    return "%s after %s: %s" % (last["label"], _seconds_text(last["ended_at_s"]), parts)
+    parts = ", ".join("%s %s" % (phase["label"], seconds_text(phase["seconds"])) for phase in phases)
+    return "%s after %s: %s" % (last["label"], seconds_text(last["ended_at_s"]), parts)
 
 
-def _seconds_text(seconds):
+def seconds_text(seconds):
     """'20.1 s' below ten minutes, '25m03s' above: a Kimi-K2.5 load is read in minutes."""
     if seconds < 600:
         return "%.1f s" % seconds
