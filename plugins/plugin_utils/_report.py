@@ -222,6 +222,11 @@ def _seconds_cell(seconds: t.Any) -> str:
         return '–'
 
 
+def _phase_name(label: str) -> str:
+    """The phase name behind a legend label, unknown names last."""
+    return next((name for name, words in PHASE_LABELS if words == label), PHASE_LABELS[-1][0])
+
+
 def starts_chart_png(starts: Mapping[tuple[str, str], list[Mapping[str, t.Any]]]) -> bytes | None:
     """A PNG with one stacked horizontal bar per start, a segment per phase, or None without matplotlib."""
     try:
@@ -254,10 +259,14 @@ def starts_chart_png(starts: Mapping[tuple[str, str], list[Mapping[str, t.Any]]]
     axes.set_xlabel(f'{unit} since the unit\'s main process started')
     axes.set_title('Starts by phase')
     axes.grid(True, axis='x', alpha=0.3)
-    axes.legend(fontsize='small', loc='lower right')
-    figure.tight_layout()
+    # The legend in start order, below the bars so that it hides none of them.
+    order = [name for name, dummy in PHASE_LABELS]
+    handles = dict(zip(axes.get_legend_handles_labels()[1], axes.get_legend_handles_labels()[0]))
+    entries = sorted(handles.items(), key=lambda item: order.index(_phase_name(item[0])))
+    axes.legend([handle for dummy, handle in entries], [label for label, dummy in entries], fontsize='small',
+                loc='upper center', bbox_to_anchor=(0.5, -0.35 if len(bars) < 4 else -0.15), ncol=4, frameon=False)
     buffer = io.BytesIO()
-    figure.savefig(buffer, format='png', metadata={'Software': None})
+    figure.savefig(buffer, format='png', bbox_inches='tight', metadata={'Software': None})
     return buffer.getvalue()
 
 
