@@ -299,6 +299,7 @@ start_phases:
       that it saw the server loading.
   returned: when O(unit) is set, the server is ready, the wait saw it before it was ready, and the journal could be read
   type: list
+  version_added: 1.1.0
   elements: dict
   contains:
     name:
@@ -318,15 +319,21 @@ start_phases:
       description: Seconds from the start of the unit's main process to the end of the phase.
       type: float
   sample:
-    - {"name": "engine_init", "label": "interpreter and API start-up", "seconds": 41.2, "ended_at_s": 41.2}
-    - {"name": "weights_loaded", "label": "weights load", "seconds": 1502.6, "ended_at_s": 1543.8}
-    - {"name": "first_completion", "label": "first completion", "seconds": 1.9, "ended_at_s": 1718.3}
+    - {"name": "engine_init", "label": "interpreter and API start-up", "seconds": 38.52, "ended_at_s": 38.52}
+    - {"name": "weights_loaded", "label": "weights load", "seconds": 1522.68, "ended_at_s": 1561.2}
+    - {"name": "torch_compile", "label": "torch.compile", "seconds": 76.0, "ended_at_s": 1637.2}
+    - {"name": "kv_cache", "label": "KV-cache profiling", "seconds": 5.11, "ended_at_s": 1642.31}
+    - {"name": "cuda_graphs", "label": "CUDA-graph capture", "seconds": 34.59, "ended_at_s": 1676.9}
+    - {"name": "warmup", "label": "warm-up", "seconds": 2.85, "ended_at_s": 1679.75}
+    - {"name": "api_up", "label": "API start", "seconds": 4.85, "ended_at_s": 1684.6}
+    - {"name": "first_completion", "label": "first completion", "seconds": 2.35, "ended_at_s": 1686.95}
 start_summary:
   description: RV(start_phases) in one line, the whole start first.
   returned: when RV(start_phases) is returned
   type: str
-  sample: "first completion after 28m38s: interpreter and API start-up 41.2 s, weights load 25m03s, torch.compile 88.0 s,
-    KV-cache profiling 6.1 s, CUDA-graph capture 31.0 s, warm-up 2.3 s, API start 4.2 s, first completion 1.9 s"
+  version_added: 1.1.0
+  sample: "first completion after 28m07s: interpreter and API start-up 38.5 s, weights load 25m23s, torch.compile 76.0 s,
+    KV-cache profiling 5.1 s, CUDA-graph capture 34.6 s, warm-up 2.9 s, API start 4.8 s, first completion 2.3 s"
 resume:
   description: Token to pass as O(resume) to continue this wait in the next call.
   returned: always
