@@ -59,6 +59,34 @@ def test_the_load_phase_patterns_live_in_one_place():
     assert UNIT_LOAD_PHASE_PATTERNS is LOAD_PHASE_PATTERNS
 
 
+def test_a_vllm_cpu_start_on_the_mock_node_has_no_compilation_and_no_cuda_graphs():
+    entries, started = load(CPU)
+    completion = first_at(entries, '"POST /v1/completions HTTP/1.1" 200')
+    phases = start_phases(entries, started, completion)
+
+    # The unit runs with enforce_eager: vLLM says so, and neither step shows up.
+    assert any("Enforce eager set, disabling torch.compile, CUDAGraphs" in message for dummy, message in entries)
+    assert [phase["name"] for phase in phases] == [
+        "engine_init", "weights_loaded", "kv_cache", "warmup", "api_up", "first_completion"]
+    ends = [
+        first_at(entries, "Initializing a V1 LLM engine"),
+        last_at(entries, "Loading weights took"),
+        last_at(entries, "CPU KV cache size"),
+        last_at(entries, "init engine (profile, create kv cache, warmup model) took"),
+        last_at(entries, "Application startup complete"),
+        completion,
+    ]
+    assert [phase["ended_at_s"] for phase in phases] == pytest.approx([end - started for end in ends], abs=1e-3)
+    assert [phase["seconds"] for phase in phases] == pytest.approx(
+        [end - before for end, before in zip(ends, [started] + ends[:-1])], abs=1e-3)
+    summary = start_summary(phases)
+    assert summary == ("first completion after %.1f s: interpreter and API start-up %.1f s, weights load %.1f s, "
+                       "KV-cache profiling %.1f s, warm-up %.1f s, API start %.1f s, first completion %.1f s"
+                       % ((completion - started,) + tuple(phase["seconds"] for phase in phases)))
+    # journald keeps the progress bars' carriage returns as bytes; they are read, not dropped.
+    assert any(message.startswith("\rLoading safetensors checkpoint shards") for dummy, message in entries)
+
+
 def test_kimi_k2_5_on_eight_gpus_is_cut_at_every_milestone():
     entries, started = load(GPU)
     completion = first_at(entries, '"POST /v1/completions HTTP/1.1" 200')
