@@ -48,7 +48,7 @@ def keep_start(variables):
     variables = dict(variables, ansible_check_mode=False)
     if not render('{{ %s }}' % keep['when'], variables):
         return variables.get('_vllm_switch_starts')
-    local = dict(variables, **{key: value for key, value in keep['vars'].items()})
+    local = dict(variables, **keep['vars'])
     local.update((key, render(value, local)) for key, value in keep['vars'].items())
     return render(keep['ansible.builtin.set_fact']['_vllm_switch_starts'], local)
 
