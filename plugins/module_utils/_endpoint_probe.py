@@ -13,8 +13,10 @@ import time
 import urllib.error
 import urllib.request
 
-from ansible_collections.llmops.vllm.plugins.module_utils._deadline import Backoff, Deadline, StaleToken
+from ansible_collections.llmops.vllm.plugins.module_utils._deadline import Backoff, Deadline, StaleToken, read_boot_id
+from ansible_collections.llmops.vllm.plugins.module_utils._start_phases import start_phases, start_summary
 from ansible_collections.llmops.vllm.plugins.module_utils._systemd_unit import (
+    JournalReadError,
     engine_died,
     find_fatal_cause,
     latest_phase_line,
@@ -237,6 +239,10 @@ class ReadinessWait:
     With progress_interval the wait returns early, not ready, so that a task loop can show
     progress; the returned resume token lets the next call continue the same wait (same
     deadline, restart baseline, attempt count and stage times).
+
+    A wait that saw the server before it was ready waited through a start: with a unit, the call
+    that finds it ready times that start by phase from the journal (_start_phases). A server that
+    was ready at the first look was started before the wait, which cannot tell when.
     """
 
     def __init__(self, probe, timeout, sleep, model=None, smoke_test=False, unit=None,
@@ -251,6 +257,9 @@ class ReadinessWait:
         self.stages = {}
         self.restarts_baseline = None
         self.run_started = None
+        self.saw_start = False
+        # For the module to pass on: what could not be read, though the wait itself went well.
+        self.warnings = []
         if resume:
             self._continue(resume, timeout)
         else:
@@ -265,6 +274,7 @@ class ReadinessWait:
             self.stages = dict((str(k), float(v)) for k, v in (resume.get("stages") or {}).items())
             baseline = resume.get("restarts_baseline")
             self.restarts_baseline = None if baseline is None else int(baseline)
+            self.saw_start = bool(resume.get("saw_start", False))
         except (TypeError, ValueError, AttributeError):
             raise StaleToken("it holds malformed counters") from None
 
@@ -274,7 +284,7 @@ class ReadinessWait:
     def resume_token(self):
         token = self.deadline.to_token()
         token.update(attempts=self.attempts, stages=dict(self.stages), restarts_baseline=self.restarts_baseline,
-                     base_url=self.probe.root, unit=self._unit_name())
+                     saw_start=self.saw_start, base_url=self.probe.root, unit=self._unit_name())
         return token
 
     def run(self, check_only=False):
@@ -306,7 +316,11 @@ class ReadinessWait:
                                       models=exc.seen.models)
                 result["msg"] = "%s (after %.1f s)" % (exc, result["elapsed"])
                 return result
+            # The completion has just come back: the end of the start, in the journal's clock.
+            seen_at = time.monotonic()
             self._record(seen)
+            if not seen.ready:
+                self.saw_start = True
             if seen.server_error and self.unit:
                 # vLLM's API process outlives its engine and answers 500; the journal says why.
                 dead = self._engine_failure(state, "answers but its engine died", check_only, settle=False,
@@ -318,6 +332,8 @@ class ReadinessWait:
                 result["version"] = self.probe.version()
                 result["msg"] = "%s serves %s (vLLM %s) after %.1f s" % (
                     self.probe.root, ", ".join(seen.models), result["version"] or "of unknown version", result["elapsed"])
+                if self.unit and self.saw_start and not check_only:
+                    self._time_start(result, state, seen_at)
                 return result
             if check_only or self.deadline.expired() or (self.chunk and self.chunk.expired()):
                 return self._not_ready(state, seen, timed_out=not check_only and self.deadline.expired())
@@ -325,6 +341,21 @@ class ReadinessWait:
             if self.chunk:
                 pause = min(pause, self.chunk.remaining())
             self.deadline.sleep(pause)
+
+    def _time_start(self, result, state, ready_at):
+        """Add the start's phases to a ready result; a journal that cannot be read only costs a warning."""
+        started = state.main_started_monotonic if state is not None else None
+        if started is None:
+            self.warnings.append("start phases not timed: systemd does not say when %s started" % self.unit.name)
+            return
+        try:
+            entries = self.unit.journal_entries(started, boot_id=read_boot_id())
+        except (JournalReadError, OSError) as exc:
+            self.warnings.append("start phases not timed: %s" % exc)
+            return
+        phases = start_phases(entries, started, ready_at, smoke_test=self.smoke_test)
+        result["start_phases"] = phases
+        result["start_summary"] = start_summary(phases)
 
     def _record(self, seen):
         for stage in seen.reached:

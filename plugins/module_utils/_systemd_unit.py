@@ -6,9 +6,12 @@
 
 from __future__ import annotations
 
+import json
 import re
 import signal
 import time
+
+from ansible_collections.llmops.vllm.plugins.module_utils._start_phases import LOAD_PHASE_PATTERNS
 
 SHOW_PROPERTIES = (
     "LoadState",
@@ -81,18 +84,6 @@ NOISE_PATTERN = re.compile(r"^(?:%s)?(?:nanobind: |\s*- leaked (?:instance|type|
 VALIDATION_DETAIL_LINES = 2
 VALIDATION_DETAIL_CHARS = 240
 
-# Lines that tell how far a vLLM server has got while it loads (nothing listens until the end).
-LOAD_PHASE_PATTERNS = (
-    re.compile(r"Initializing a V\d LLM engine|[Ii]nitializing .*engine"),
-    re.compile(r"Loading (?:safetensors )?checkpoint shards|Loading weights|Loading model"),
-    re.compile(r"Model loading took|Loading weights took"),
-    re.compile(r"torch\.compile|[Cc]ompiling a graph|Dynamo bytecode transform"),
-    re.compile(r"[Mm]emory profiling|KV cache|GPU blocks|CPU blocks"),
-    re.compile(r"[Cc]apturing (?:CUDA )?graphs?|[Gg]raph capturing"),
-    re.compile(r"init engine .*took|[Ww]arming up|[Ww]armup"),
-    re.compile(r"Starting vLLM (?:API )?server|Application startup complete"),
-)
-
 PROC_ROOT = "/proc"
 
 _UNIT_NAME = re.compile(r"^[^/]+\.(?:service|scope)$")
@@ -100,6 +91,10 @@ _UNIT_NAME = re.compile(r"^[^/]+\.(?:service|scope)$")
 
 class UnitQueryError(Exception):
     """systemctl could not tell the unit's state."""
+
+
+class JournalReadError(Exception):
+    """journalctl could not give the unit's journal."""
 
 
 class UnitState:
@@ -376,3 +371,47 @@ class SystemdUnit:
         if rc != 0:
             return ["(journalctl failed, rc %d: %s)" % (rc, (err or out).strip())]
         return [line for line in out.splitlines() if line.strip()]
+
+    def journal_entries(self, since_monotonic, boot_id=None, lines=100000):
+        """Return the unit's journal since since_monotonic as (monotonic seconds, message) pairs.
+
+        The monotonic stamps are journald's, in the clock of systemd's *TimestampMonotonic properties;
+        they only compare within one boot, so entries of another boot are dropped. Raises
+        JournalReadError when the journal cannot be read.
+        """
+        if not self._journalctl:
+            raise JournalReadError("journalctl is not in PATH on this host")
+        argv = [self._journalctl, "-u", self.name, "-b", "-n", str(lines), "-o", "json",
+                "--output-fields=MESSAGE,_BOOT_ID", "--no-pager",
+                # A second of slack keeps the lines written just as the unit started.
+                "--since", "@%d" % int(monotonic_to_epoch(since_monotonic) - 1)]
+        rc, out, err = self._run_command(argv)
+        if rc != 0:
+            raise JournalReadError("journalctl -u %s failed (rc %d): %s" % (self.name, rc, (err or out).strip()))
+        return parse_journal_json(out, boot_id)
+
+
+def parse_journal_json(text, boot_id=None):
+    """(monotonic seconds, message) pairs from `journalctl -o json` output, one entry a line.
+
+    Lines that are not entries are skipped; with boot_id, so are entries of other boots. journald
+    writes a message that is not valid UTF-8 as a list of byte values.
+    """
+    entries = []
+    for line in text.splitlines():
+        try:
+            entry = json.loads(line)
+            monotonic = int(entry["__MONOTONIC_TIMESTAMP"]) / 1e6
+        except (ValueError, TypeError, KeyError):
+            continue
+        if boot_id and entry.get("_BOOT_ID") and entry["_BOOT_ID"].replace("-", "") != boot_id.replace("-", ""):
+            continue
+        message = entry.get("MESSAGE")
+        if isinstance(message, list):
+            try:
+                message = bytes(message).decode("utf-8", "replace")
+            except (TypeError, ValueError):
+                continue
+        if isinstance(message, str):
+            entries.append((monotonic, message))
+    return entries

@@ -20,6 +20,11 @@ description:
   - When the Python module C(matplotlib) is importable on the controller, a PNG chart of output
     tokens/s per variant over time is written beside the report for every host and model, named after
     the report, host and model. Without it the report says that the chart was not drawn.
+  - Where the trial records hold timed starts (the C(starts) that the C(llmops.vllm.vllm_switch) role records from
+    P(llmops.vllm.wait_for_openai_endpoint#module)'s RV(llmops.vllm.wait_for_openai_endpoint#module:start_phases)),
+    each host's and model's section has a table of them (unit, whole start, each phase), and with C(matplotlib) a
+    PNG with one stacked horizontal bar per start is written beside the report, named C(<stem>-starts.png).
+    Without starts on record the report has neither.
   - The verdict rule is that of the P(llmops.vllm.benchmark_verdict#filter) filter. A variant is judged
     against the baseline of the same host, model and concurrency measured in the same run, or else
     against the latest one recorded before it, which the report then notes.
@@ -117,11 +122,13 @@ dest:
   type: str
   sample: /home/ops/llmops/results/benchmarks.md
 charts:
-  description: Absolute paths of the PNG charts, empty when none was drawn.
+  description:
+    - Absolute paths of the PNG charts, empty when none was drawn.
+    - The chart of the starts, when there is one, comes last.
   returned: success
   type: list
   elements: str
-  sample: [/home/ops/llmops/results/benchmarks-gpu-node-1-kimi-k2.5.png]
+  sample: [/home/ops/llmops/results/benchmarks-gpu-node-1-kimi-k2.5.png, /home/ops/llmops/results/benchmarks-starts.png]
 chart_note:
   description: Why no chart was drawn although O(chart) was requested.
   returned: when matplotlib is not importable

@@ -31,6 +31,12 @@ description:
   - For long loads, O(progress_interval) makes the module return early, not ready, with a progress
     message and a RV(resume) token; a task loop passes the token back so the next call continues the
     same wait. See the examples.
+  - With O(unit), a wait that saw the server before it was ready (it waited through a start, not for a
+    server that already served) times that start by phase when it finds the server ready. It reads the
+    unit's journal since its main process started (C(journalctl -o json), monotonic time stamps of the
+    current boot) and returns RV(start_phases) and RV(start_summary). The start ends with the smoke
+    completion, or without O(smoke_test) with the server first seen ready. A journal that cannot be read
+    only leaves them out, with a warning.
   - Uses the Python standard library only, and connects directly, ignoring proxy variables of the
     environment.
 author:
@@ -282,6 +288,52 @@ phase_line:
   returned: when O(unit) is set and the call returns not ready without a unit failure
   type: str
   sample: "Loading safetensors checkpoint shards:  45% Completed | 29/64"
+start_phases:
+  description:
+    - The phases of the start this wait waited through, in start order, each from the previous milestone seen
+      in the unit's journal to its own. Milestones that a start did not log (no CUDA graphs with
+      C(enforce_eager), no C(torch.compile)) are absent, and their time counts toward the next phase.
+    - A milestone is reached at the last journal line that marks it (with tensor parallelism, when the
+      slowest worker got there).
+    - Only the call that finds the server ready returns them; a continued wait (O(resume)) remembers
+      that it saw the server loading.
+  returned: when O(unit) is set, the server is ready, the wait saw it before it was ready, and the journal could be read
+  type: list
+  version_added: 1.1.0
+  elements: dict
+  contains:
+    name:
+      description:
+        - The milestone that ends the phase, V(engine_init) (the engine core starts), V(weights_loaded),
+          V(torch_compile), V(kv_cache) (memory profiled, KV cache sized), V(cuda_graphs) (graphs captured),
+          V(warmup) (vLLM's C(init engine ... took)), V(api_up) (the API server listens), and V(first_completion)
+          (the smoke completion) or V(ready) (without O(smoke_test)).
+      type: str
+    label:
+      description: The phase in words, as RV(start_summary) names it, for example V(weights load).
+      type: str
+    seconds:
+      description: Length of the phase in seconds.
+      type: float
+    ended_at_s:
+      description: Seconds from the start of the unit's main process to the end of the phase.
+      type: float
+  sample:
+    - {"name": "engine_init", "label": "interpreter and API start-up", "seconds": 38.52, "ended_at_s": 38.52}
+    - {"name": "weights_loaded", "label": "weights load", "seconds": 1522.68, "ended_at_s": 1561.2}
+    - {"name": "torch_compile", "label": "torch.compile", "seconds": 76.0, "ended_at_s": 1637.2}
+    - {"name": "kv_cache", "label": "KV-cache profiling", "seconds": 5.11, "ended_at_s": 1642.31}
+    - {"name": "cuda_graphs", "label": "CUDA-graph capture", "seconds": 34.59, "ended_at_s": 1676.9}
+    - {"name": "warmup", "label": "warm-up", "seconds": 2.85, "ended_at_s": 1679.75}
+    - {"name": "api_up", "label": "API start", "seconds": 4.85, "ended_at_s": 1684.6}
+    - {"name": "first_completion", "label": "first completion", "seconds": 2.35, "ended_at_s": 1686.95}
+start_summary:
+  description: RV(start_phases) in one line, the whole start first.
+  returned: when RV(start_phases) is returned
+  type: str
+  version_added: 1.1.0
+  sample: "first completion after 28m07s: interpreter and API start-up 38.5 s, weights load 25m23s, torch.compile 76.0 s,
+    KV-cache profiling 5.1 s, CUDA-graph capture 34.6 s, warm-up 2.9 s, API start 4.8 s, first completion 2.3 s"
 resume:
   description: Token to pass as O(resume) to continue this wait in the next call.
   returned: always
@@ -337,6 +389,8 @@ def main():
             except UnitQueryError as exc:
                 result.update(failed=True, msg=str(exc), elapsed=round(wait.deadline.elapsed(), 3),
                               attempts=wait.attempts)
+            for warning in wait.warnings:
+                module.warn(warning)
 
     if result["failed"]:
         module.fail_json(**result)

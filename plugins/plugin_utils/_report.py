@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 
-"""Presenting stored benchmark results: the console table, the Markdown report and its chart."""
+"""Presenting stored benchmark results: the console table, the Markdown report and its charts."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ import tempfile
 import typing as t
 from collections.abc import Iterable, Mapping
 
+from ansible_collections.llmops.vllm.plugins.module_utils._start_phases import PHASE_LABELS, seconds_text
 from ansible_collections.llmops.vllm.plugins.plugin_utils._comparison import (
     FASTER,
     SLOWER,
@@ -61,6 +62,28 @@ class ReportOutcome:
     chart_note: str | None
 
 
+def recorded_starts(trials: Iterable[t.Any]) -> dict[tuple[str, str], list[dict[str, t.Any]]]:
+    """The timed starts that trial records hold (results_store HistoryEntry), per host and model, each once.
+
+    A trial is recorded more than once (under way, then decided, or its rollback failing), and each record
+    holds every start timed so far in that trial: the latest record of a trial (host, model, run and
+    variant) holds them all. Each start gets the record's time and run.
+    """
+    latest: dict[tuple[str, str, str, str], t.Any] = {}
+    for entry in trials:
+        starts = entry.document.get('starts')
+        if isinstance(starts, list) and starts:
+            # Records from before run IDs existed cannot be told apart: each stands alone.
+            latest[(entry.host, entry.model, entry.run_id or entry.recorded_at, entry.variant)] = entry
+    by_node: dict[tuple[str, str], list[dict[str, t.Any]]] = {}
+    for (host, model, dummy, dummy), entry in latest.items():
+        for start in entry.document['starts']:
+            if isinstance(start, Mapping) and isinstance(start.get('phases'), list) and start['phases']:
+                by_node.setdefault((host, model), []).append(
+                    {**start, 'recorded_at': entry.recorded_at, 'run_id': entry.run_id})
+    return by_node
+
+
 def rule_summary(baseline_variant: str, noise_pct: float) -> str:
     return (f"Baseline variant '{baseline_variant}'. Verdicts compare output tokens/s: from the 95%"
             f" confidence intervals when repeats gave both sides one, otherwise a ±{noise_pct:g}% noise band.")
@@ -97,12 +120,13 @@ def markdown_report(records: list[t.Any], groups: Mapping[tuple[str, str], list[
                     baseline_variant: str, noise_pct: float,
                     charts: Mapping[tuple[str, str], str] | None = None, chart_note: str | None = None,
                     decisions: Iterable[t.Any] = (), trials: Iterable[t.Any] = (),
-                    rankings: Iterable[Mapping[str, t.Any]] = ()) -> str:
+                    rankings: Iterable[Mapping[str, t.Any]] = (), starts_chart: str | None = None) -> str:
     """The whole report: per host and model, the latest result of each variant, then the history.
 
     trials holds the nodes' trial histories (results_store HistoryEntry): every trial's outcome, switch and
     rollback, shown with who made it. rankings (compare-variants, _ranking.rank_variants with host and model)
-    come first in their section.
+    come first in their section. The starts that trial records hold are tabled per node, phase by phase;
+    starts_chart is the file name of their chart relative to the report.
 
     groups are the comparison_rows of the records; charts maps (host, model) to the file name of
     the chart relative to the report.
@@ -112,6 +136,7 @@ def markdown_report(records: list[t.Any], groups: Mapping[tuple[str, str], list[
     trials = list(trials)
     rankings = list(rankings)
     by_trial = decisions_by_trial(decisions)
+    starts = recorded_starts(trials)
     lines = ['# vLLM variant benchmarks', '']
     if not records:
         lines.append('No benchmark results are stored yet.')
@@ -158,6 +183,8 @@ def markdown_report(records: list[t.Any], groups: Mapping[tuple[str, str], list[
                   f'`{entry.identity[:12]}`' if entry.identity else '–', entry.outcome.replace('_', ' '),
                   str(entry.document.get('reason') or '')) for entry in node_trials],
                 right_aligned=set())
+        if (host, model) in starts:
+            lines += ['', '### Starts', ''] + _starts_table(starts[(host, model)])
         lines += ['', '### History', '']
         lines += _markdown_table(
             ('recorded (UTC)', 'run', 'variant', 'workload', 'concurrency', 'output tok/s', 'median TPOT (ms)',
@@ -167,7 +194,80 @@ def markdown_report(records: list[t.Any], groups: Mapping[tuple[str, str], list[
         if (host, model) in charts:
             lines += ['', f'![Output tokens/s over time on {host}, {model}]({charts[(host, model)]})']
         lines.append('')
+    if starts_chart:
+        lines += ['## Starts by phase', '', f'![Each start of a unit, phase by phase]({starts_chart})', '']
     return '\n'.join(lines)
+
+
+def _starts_table(starts: list[Mapping[str, t.Any]]) -> list[str]:
+    """One row per start: when, which unit, the whole start, then each phase (– where a start did not log it)."""
+    seen = {phase.get('name') for start in starts for phase in start['phases'] if isinstance(phase, Mapping)}
+    columns = [(name, label) for name, label in PHASE_LABELS if name in seen]
+    rows = []
+    for start in starts:
+        phases = {phase.get('name'): phase for phase in start['phases'] if isinstance(phase, Mapping)}
+        rows.append((str(start.get('recorded_at') or '–'), f"`{start['run_id'][:8]}`" if start.get('run_id') else '–',
+                     str(start.get('unit') or '–'), str(start.get('variant') or '–'),
+                     _seconds_cell(start.get('seconds')))
+                    + tuple(_seconds_cell(phases[name].get('seconds')) if name in phases else '–'
+                            for name, dummy in columns))
+    return _markdown_table(('recorded', 'run', 'unit', 'variant', 'total') + tuple(label for dummy, label in columns),
+                           rows, right_aligned=set(range(4, 5 + len(columns))))
+
+
+def _seconds_cell(seconds: t.Any) -> str:
+    try:
+        return seconds_text(float(seconds))
+    except (TypeError, ValueError):
+        return '–'
+
+
+def _phase_name(label: str) -> str:
+    """The phase name behind a legend label, unknown names last."""
+    return next((name for name, words in PHASE_LABELS if words == label), PHASE_LABELS[-1][0])
+
+
+def starts_chart_png(starts: Mapping[tuple[str, str], list[Mapping[str, t.Any]]]) -> bytes | None:
+    """A PNG with one stacked horizontal bar per start, a segment per phase, or None without matplotlib."""
+    try:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+    except ImportError:
+        return None
+    bars = [(f"{host}: {start.get('unit')} ({start.get('recorded_at')})", start['phases'])
+            for (host, dummy), node_starts in sorted(starts.items()) for start in node_starts]
+    longest = max(float(phase.get('ended_at_s') or 0) for dummy, phases in bars for phase in phases)
+    # A Kimi-K2.5 load is read in minutes, a tiny model's in seconds.
+    scale, unit = (60.0, 'minutes') if longest >= 600 else (1.0, 'seconds')
+    figure = Figure(figsize=(9, 1.5 + 0.45 * len(bars)), dpi=100)
+    FigureCanvasAgg(figure)
+    axes = figure.add_subplot()
+    colours = {name: f'C{index % 10}' for index, (name, dummy) in enumerate(PHASE_LABELS)}
+    labelled = set()
+    # The first start at the top, as in the report's tables.
+    for position, (dummy, phases) in enumerate(reversed(bars)):
+        left = 0.0
+        for phase in phases:
+            width = float(phase.get('seconds') or 0) / scale
+            name = phase.get('name')
+            axes.barh(position, width, left=left, color=colours.get(name, 'grey'),
+                      label=None if name in labelled else str(phase.get('label') or name))
+            labelled.add(name)
+            left += width
+    axes.set_yticks(range(len(bars)))
+    axes.set_yticklabels([label for label, dummy in reversed(bars)], fontsize='small')
+    axes.set_xlabel(f'{unit} since the unit\'s main process started')
+    axes.set_title('Starts by phase')
+    axes.grid(True, axis='x', alpha=0.3)
+    # The legend in start order, below the bars so that it hides none of them.
+    order = [name for name, dummy in PHASE_LABELS]
+    handles = dict(zip(axes.get_legend_handles_labels()[1], axes.get_legend_handles_labels()[0]))
+    entries = sorted(handles.items(), key=lambda item: order.index(_phase_name(item[0])))
+    axes.legend([handle for dummy, handle in entries], [label for label, dummy in entries], fontsize='small',
+                loc='upper center', bbox_to_anchor=(0.5, -0.35 if len(bars) < 4 else -0.15), ncol=4, frameon=False)
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format='png', bbox_inches='tight', metadata={'Software': None})
+    return buffer.getvalue()
 
 
 def chart_png(records: list[t.Any], title: str) -> bytes | None:
@@ -223,7 +323,8 @@ def _ranking_section(ranking: Mapping[str, t.Any]) -> list[str]:
 def write_report(path: str, records: list[t.Any], baseline_variant: str, noise_pct: float,
                  draw_charts: bool = True, check_mode: bool = False, decisions: Iterable[t.Any] = (),
                  history: Iterable[t.Any] = (), rankings: Iterable[Mapping[str, t.Any]] = ()) -> ReportOutcome:
-    """Write the Markdown report, and one chart per host and model beside it, when they changed."""
+    """Write the Markdown report, one chart per host and model beside it, and one of the starts, when they changed."""
+    history = list(history)
     report_path = os.path.abspath(path)
     directory = os.path.dirname(report_path)
     charts: dict[tuple[str, str], str] = {}
@@ -241,9 +342,18 @@ def write_report(path: str, records: list[t.Any], baseline_variant: str, noise_p
                 break
             charts[(host, model)] = f'{stem}-{_file_part(host)}-{_file_part(model)}.png'
             files[os.path.join(directory, charts[(host, model)])] = png
+    starts_chart = None
+    starts = recorded_starts(history)
+    if draw_charts and records and starts and chart_note is None:
+        png = starts_chart_png(starts)
+        if png is None:
+            chart_note = CHART_UNAVAILABLE
+        else:
+            starts_chart = f'{stem}-starts.png'
+            files[os.path.join(directory, starts_chart)] = png
     groups = comparison_rows(records, records, baseline_variant, noise_pct)
     after = markdown_report(records, groups, baseline_variant, noise_pct, charts, chart_note, decisions, history,
-                            rankings)
+                            rankings, starts_chart)
     files[report_path] = after.encode('utf-8')
     changed_files = [file_path for file_path, content in files.items() if _read_bytes(file_path) != content]
     before = _read_text(report_path)
@@ -253,7 +363,8 @@ def write_report(path: str, records: list[t.Any], baseline_variant: str, noise_p
             write_atomically(file_path, files[file_path])
     return ReportOutcome(
         path=report_path,
-        charts=tuple(os.path.join(directory, chart_name) for chart_name in charts.values()),
+        charts=tuple(os.path.join(directory, chart_name)
+                     for chart_name in list(charts.values()) + ([starts_chart] if starts_chart else [])),
         groups=groups, changed=bool(changed_files), before=before, after=after, chart_note=chart_note)
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.llmops.vllm.plugins.plugin_utils._results_store import BenchmarkRecord, ResultsStore
+from ansible_collections.llmops.vllm.plugins.plugin_utils._results_store import BenchmarkRecord, HistoryEntry, ResultsStore
 
 REPO = Path(__file__).resolve().parents[4]
 COLLECTIONS = REPO.parents[2] if REPO.parent.parent.name == 'ansible_collections' else REPO / '.cache' / 'collections'
@@ -63,6 +63,45 @@ def test_report_playbook_writes_the_report_once(project):
     again = ansible_playbook(project, REPO / 'playbooks' / 'report.yml')
     assert again.returncode == 0, again.stdout + again.stderr
     assert 'changed=0' in again.stdout
+
+
+STARTS_PLAYBOOK = """
+- name: Report the timed starts
+  hosts: localhost
+  gather_facts: false
+  tasks:
+    - name: Write the report
+      llmops.vllm.benchmark_report:
+        dest: starts/report.md
+      register: report
+
+    - name: The starts chart is listed last
+      ansible.builtin.assert:
+        that:
+          - report.charts | length == (2 if drawn | bool else 0)
+          - (report.charts | last).endswith('/starts/report-starts.png') if drawn | bool else report.chart_note is defined
+"""
+
+
+def test_the_report_tables_and_draws_the_starts_on_record(project):
+    start = {'unit': 'vllm-kimi-k2.5-ngram.service', 'variant': 'ngram', 'summary': 'first completion after 28m07s',
+             'seconds': 1686.95, 'phases': [{'name': 'weights_loaded', 'label': 'weights load', 'seconds': 1561.2,
+                                             'ended_at_s': 1561.2},
+                                            {'name': 'first_completion', 'label': 'first completion',
+                                             'seconds': 125.75, 'ended_at_s': 1686.95}]}
+    with ResultsStore(str(project / 'config' / 'results' / 'benchmarks.sqlite3')) as store:
+        store.add_history(HistoryEntry(host='gpu-node-1', document={
+            'variant': 'ngram', 'model': 'kimi-k2.5', 'outcome': 'rolled_back', 'run_id': 'aaaaaaaa1111',
+            'recorded_at': '2026-05-01T10:30:00+00:00', 'starts': [start]}))
+    playbook = project / 'starts.yml'
+    playbook.write_text(STARTS_PLAYBOOK, encoding='utf-8')
+    drawn = importlib.util.find_spec('matplotlib') is not None
+    run = ansible_playbook(project, playbook, '-e', f'drawn={drawn}')
+    assert run.returncode == 0, run.stdout + run.stderr
+    report = (project / 'elsewhere' / 'starts' / 'report.md').read_text(encoding='utf-8')
+    assert ('| 2026-05-01T10:30:00+00:00 | `aaaaaaaa` | vllm-kimi-k2.5-ngram.service | ngram | 28m07s | 26m01s'
+            ' | 125.8 s |') in report
+    assert (project / 'elsewhere' / 'starts' / 'report-starts.png').exists() == drawn
 
 
 CHECK_PLAYBOOK = """

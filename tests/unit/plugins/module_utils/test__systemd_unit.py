@@ -10,12 +10,14 @@ import pytest
 
 from ansible_collections.llmops.vllm.plugins.module_utils import _systemd_unit
 from ansible_collections.llmops.vllm.plugins.module_utils._systemd_unit import (
+    JournalReadError,
     SystemdUnit,
     UnitQueryError,
     UnitState,
     engine_died,
     find_fatal_cause,
     latest_phase_line,
+    parse_journal_json,
     parse_show,
     unit_from_cgroup,
     unit_of_pid,
@@ -357,3 +359,46 @@ def test_journal_without_a_known_start_and_journal_errors():
 
 def test_journal_without_journalctl_is_empty():
     assert SystemdUnit("x.service", Commands(), "/bin/systemctl").journal(20) == []
+
+
+class FixedClock:
+    @staticmethod
+    def time():
+        return 1_790_000_100.0
+
+    @staticmethod
+    def monotonic():
+        return 600.0
+
+
+def test_journal_entries_come_with_their_monotonic_time_from_this_boot_only(monkeypatch):
+    monkeypatch.setattr(_systemd_unit, "time", FixedClock)
+    this_boot, other_boot = "6762053a77ea4076ae6690e3d50fdb82", "0a1b2c3d4e5f40718293a4b5c6d7e8f9"
+    output = "\n".join([
+        '{"__MONOTONIC_TIMESTAMP": "500250000", "_BOOT_ID": "%s", "MESSAGE": "Started x.service."}' % this_boot,
+        '{"__MONOTONIC_TIMESTAMP": "501000000", "_BOOT_ID": "%s", "MESSAGE": [13, 76, 111, 97, 100, 255]}' % this_boot,
+        '{"__MONOTONIC_TIMESTAMP": "502000000", "_BOOT_ID": "%s", "MESSAGE": "an older boot"}' % other_boot,
+        '{"__MONOTONIC_TIMESTAMP": "503000000", "_BOOT_ID": "%s"}' % this_boot,
+        'not json',
+        '{"_BOOT_ID": "%s", "MESSAGE": "no time stamp"}' % this_boot,
+    ]) + "\n"
+    commands = Commands((0, output, ""))
+    unit = SystemdUnit("x.service", commands, "/bin/systemctl", "/bin/journalctl")
+
+    # /proc writes the boot ID with dashes, journald without.
+    entries = unit.journal_entries(500.0, boot_id="6762053a-77ea-4076-ae66-90e3d50fdb82")
+
+    assert entries == [(500.25, "Started x.service."), (501.0, "\rLoad\ufffd")]
+    assert commands.argvs == [["/bin/journalctl", "-u", "x.service", "-b", "-n", "100000", "-o", "json",
+                               "--output-fields=MESSAGE,_BOOT_ID", "--no-pager", "--since", "@1789999999"]]
+    assert len(parse_journal_json(output)) == 3
+
+
+def test_journal_entries_that_cannot_be_read_raise(monkeypatch):
+    monkeypatch.setattr(_systemd_unit, "time", FixedClock)
+    unit = SystemdUnit("x.service", Commands((1, "", "Failed to get journal access: Permission denied\n")),
+                       "/bin/systemctl", "/bin/journalctl")
+    with pytest.raises(JournalReadError, match=r"journalctl -u x.service failed \(rc 1\): Failed to get journal access"):
+        unit.journal_entries(500.0)
+    with pytest.raises(JournalReadError, match="journalctl is not in PATH"):
+        SystemdUnit("x.service", Commands(), "/bin/systemctl").journal_entries(500.0)

@@ -10,7 +10,7 @@ import re
 import pytest
 
 from ansible.module_utils import basic
-from ansible_collections.llmops.vllm.plugins.module_utils import _deadline, _endpoint_probe, _systemd_unit
+from ansible_collections.llmops.vllm.plugins.module_utils import _deadline, _endpoint_probe, _start_phases, _systemd_unit
 from ansible_collections.llmops.vllm.plugins.modules import wait_for_openai_endpoint
 
 from wait_fakes import FakeClock, FakeSystemd, FakeVllmServer, run_module
@@ -539,3 +539,98 @@ def test_check_mode_reports_a_loading_server(monkeypatch, clock, server):
     assert not failed and result["ready"] is False
     assert result["last_seen"] == "connection refused on /health"
     assert clock.sleeps == []
+
+
+# A hand-written start of Kimi-K2.5 INT4 on eight GPUs (see test__start_phases.py); its main process started at
+# monotonic 86400 s, and the smoke completion comes about 1687 s later.
+KIMI_JOURNAL = (pathlib.Path(__file__).resolve().parents[2] / "fixtures" / "journals"
+                / "kimi-k2.5-int4-tp8-start.json").read_text(encoding="utf-8")
+KIMI_BOOT = "6f1c2d7e-8a9b-4c0d-9e1f-2a3b4c5d6e7f"
+KIMI_STARTED = 86400.0
+
+
+@pytest.fixture
+def kimi_start(monkeypatch, clock, systemd):
+    """The unit started at 86400 s and the wait begins 1686 s later, in the boot the journal was written in."""
+    clock.start = clock.now = KIMI_STARTED + 1686.0
+    systemd.set(ExecMainStartTimestampMonotonic=int(KIMI_STARTED * 1e6),
+                InactiveExitTimestampMonotonic=int(KIMI_STARTED * 1e6) - 10000)
+    systemd.journal_json = KIMI_JOURNAL
+    monkeypatch.setattr(_endpoint_probe, "read_boot_id", lambda: KIMI_BOOT)
+    warnings = []
+    monkeypatch.setattr(basic.AnsibleModule, "warn", lambda self, warning: warnings.append(warning))
+    return warnings
+
+
+def expected_phases(ready_at, smoke_test=True):
+    entries = _systemd_unit.parse_journal_json(KIMI_JOURNAL, KIMI_BOOT)
+    return _start_phases.start_phases(entries, KIMI_STARTED, ready_at, smoke_test=smoke_test)
+
+
+def test_a_wait_through_a_start_returns_the_start_by_phase(monkeypatch, clock, server, systemd, kimi_start):
+    clock.at(0.9, server.start)
+
+    failed, result = run(monkeypatch, base_url=server.url, model="tiny", unit=UNIT, smoke_test=True, timeout=60)
+
+    assert not failed and result["ready"]
+    ready_at = KIMI_STARTED + 1686.0 + result["elapsed"]
+    assert result["start_phases"] == expected_phases(ready_at)
+    assert [phase["name"] for phase in result["start_phases"]] == [
+        "engine_init", "weights_loaded", "torch_compile", "kv_cache", "cuda_graphs", "warmup", "api_up",
+        "first_completion"]
+    assert result["start_phases"][-1]["ended_at_s"] == pytest.approx(1686.0 + result["elapsed"], abs=1e-3)
+    assert result["start_summary"] == _start_phases.start_summary(result["start_phases"])
+    assert result["start_summary"].startswith("first completion after 28m07s: interpreter and API start-up 38.5 s, "
+                                              "weights load 25m23s, torch.compile 76.0 s, ")
+    [journal_json] = [argv for argv in systemd.calls("journalctl") if "json" in argv]
+    assert journal_json[journal_json.index("-u") + 1] == UNIT and "-b" in journal_json
+    assert journal_json[journal_json.index("--since") + 1] == "@%d" % int(FakeClock.EPOCH + KIMI_STARTED - 1)
+    assert kimi_start == []
+
+
+def test_without_a_smoke_test_the_start_ends_at_readiness(monkeypatch, clock, server, systemd, kimi_start):
+    clock.at(0.9, server.start)
+
+    failed, result = run(monkeypatch, base_url=server.url, model="tiny", unit=UNIT, timeout=60)
+
+    assert not failed and result["start_phases"][-1]["name"] == "ready"
+    assert result["start_phases"] == expected_phases(KIMI_STARTED + 1686.0 + result["elapsed"], smoke_test=False)
+    assert result["start_summary"].startswith("ready after ")
+
+
+def test_a_server_that_already_serves_was_not_started_by_this_wait(monkeypatch, clock, server, systemd, kimi_start):
+    server.start()
+
+    failed, result = run(monkeypatch, base_url=server.url, model="tiny", unit=UNIT, smoke_test=True)
+
+    assert not failed and result["ready"]
+    assert "start_phases" not in result and "start_summary" not in result
+    assert not [argv for argv in systemd.calls("journalctl") if "json" in argv]
+
+
+def test_a_journal_that_cannot_be_read_costs_the_phases_not_the_wait(monkeypatch, clock, server, systemd, kimi_start):
+    systemd.journal_json_rc = 1
+    clock.at(0.9, server.start)
+
+    failed, result = run(monkeypatch, base_url=server.url, model="tiny", unit=UNIT, smoke_test=True, timeout=60)
+
+    assert not failed and result["ready"]
+    assert "start_phases" not in result and "start_summary" not in result
+    assert kimi_start == ["start phases not timed: journalctl -u %s failed (rc 1): Failed to open journal: "
+                          "Permission denied" % UNIT]
+
+
+def test_the_phases_belong_to_the_call_that_finds_the_server_ready(monkeypatch, clock, server, systemd, kimi_start):
+    clock.at(40.0, server.start)
+    args = dict(base_url=server.url, model="tiny", unit=UNIT, smoke_test=True, timeout=100, progress_interval=30)
+
+    failed, first = run(monkeypatch, **args)
+
+    assert not failed and not first["ready"]
+    assert "start_phases" not in first and first["resume"]["saw_start"] is True
+
+    failed, second = run(monkeypatch, resume=first["resume"], **args)
+
+    assert not failed and second["ready"]
+    assert second["start_phases"] == expected_phases(KIMI_STARTED + 1686.0 + second["elapsed"])
+    assert second["start_summary"].startswith("first completion after 28m")

@@ -8,7 +8,7 @@
 - FakeVllmServer is a real HTTP server on 127.0.0.1 whose socket is bound but not listening
   until the test makes it "ready": connections are refused meanwhile, as with a loading vLLM.
 - FakeSystemd answers systemctl show and journalctl like the real tools (Key=Value lines, bare
-  message lines), from state the test sets.
+  message lines, or `-o json` entries one a line), from state the test sets.
 - run_module runs a module's main() with exit_json/fail_json turned into exceptions.
 """
 
@@ -187,6 +187,9 @@ class FakeSystemd:
         self.unit = unit
         self.properties = dict(SHOW_RUNNING)
         self.journal = []
+        # What `journalctl -o json` prints (entries, one JSON object a line), and its exit status.
+        self.journal_json = ""
+        self.journal_json_rc = 0
         self.commands = []
         self.show_rc = 0
 
@@ -202,6 +205,10 @@ class FakeSystemd:
                 return self.show_rc, "", "Failed to connect to bus: No such file or directory\n"
             wanted = argv[3].split("=", 1)[1].split(",")
             return 0, "".join("%s=%s\n" % (key, self.properties.get(key, "")) for key in wanted), ""
+        if tool == "journalctl" and argv[argv.index("-o") + 1] == "json":
+            if self.journal_json_rc:
+                return self.journal_json_rc, "", "Failed to open journal: Permission denied\n"
+            return 0, self.journal_json, ""
         if tool == "journalctl":
             count = int(argv[argv.index("-n") + 1])
             return 0, "".join(line + "\n" for line in self.journal[-count:]), ""

@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import sys
 
+import pytest
 
 from ansible_collections.llmops.vllm.plugins.plugin_utils._comparison import comparison_rows
 from ansible_collections.llmops.vllm.plugins.plugin_utils._report import (
@@ -225,3 +226,79 @@ def test_a_ranking_of_compared_variants_comes_first_in_its_node_section():
     assert node_1[9].startswith('Serves: ngram.')
     node_2 = lines[lines.index('## `gpu-node-2` / `kimi-k2.5`'):]
     assert '### Compared variants, ranked' not in node_2
+
+
+def timed_start(unit, variant, *seconds_by_name):
+    """A start as the vllm_switch role records it, its phases following each other."""
+    phases, ended = [], 0.0
+    labels = {'engine_init': 'interpreter and API start-up', 'weights_loaded': 'weights load',
+              'torch_compile': 'torch.compile', 'cuda_graphs': 'CUDA-graph capture', 'api_up': 'API start',
+              'first_completion': 'first completion'}
+    for name, seconds in seconds_by_name:
+        ended += seconds
+        phases.append({'name': name, 'label': labels[name], 'seconds': seconds, 'ended_at_s': round(ended, 3)})
+    return {'unit': unit, 'variant': variant, 'phases': phases, 'summary': '…', 'seconds': round(ended, 3)}
+
+
+TARGET_START = timed_start('vllm-kimi-k2.5-ngram.service', 'ngram', ('engine_init', 38.5), ('weights_loaded', 1522.7),
+                           ('torch_compile', 76.0), ('cuda_graphs', 39.7), ('api_up', 7.7), ('first_completion', 2.3))
+BASELINE_START = timed_start('vllm-kimi-k2.5-baseline.service', 'baseline', ('engine_init', 40.1),
+                             ('weights_loaded', 130.2), ('api_up', 6.0), ('first_completion', 1.9))
+
+
+def trial_entry(outcome, recorded_at, starts, run_id=RUN_1, host='gpu-node-1'):
+    return HistoryEntry(host=host, document={'variant': 'ngram', 'model': 'kimi-k2.5', 'outcome': outcome,
+                                             'run_id': run_id, 'recorded_at': recorded_at, 'starts': starts})
+
+
+# The trial is recorded under way (before the target starts) and once decided, holding both starts by then.
+TIMED_TRIALS = [
+    trial_entry('in_progress', '2026-05-01T10:00:00+00:00', []),
+    trial_entry('rolled_back', '2026-05-01T10:45:00+00:00', [TARGET_START, BASELINE_START]),
+]
+
+
+def test_the_starts_of_a_node_are_tabled_once_each_phase_by_phase():
+    groups = comparison_rows(RECORDS, RECORDS, 'baseline', 5.0)
+    lines = markdown_report(RECORDS, groups, 'baseline', 5.0, trials=TIMED_TRIALS).splitlines()
+    node_1 = lines[lines.index('## `gpu-node-1` / `kimi-k2.5`'):lines.index('## `gpu-node-2` / `kimi-k2.5`')]
+    start = node_1.index('### Starts')
+    assert node_1[start + 2:start + 6] == [
+        '| recorded | run | unit | variant | total | interpreter and API start-up | weights load | torch.compile'
+        ' | CUDA-graph capture | API start | first completion |',
+        '| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
+        '| 2026-05-01T10:45:00+00:00 | `aaaaaaaa` | vllm-kimi-k2.5-ngram.service | ngram | 28m07s | 38.5 s | 25m23s'
+        ' | 76.0 s | 39.7 s | 7.7 s | 2.3 s |',
+        '| 2026-05-01T10:45:00+00:00 | `aaaaaaaa` | vllm-kimi-k2.5-baseline.service | baseline | 178.2 s | 40.1 s'
+        ' | 130.2 s | – | – | 6.0 s | 1.9 s |',
+    ]
+    assert node_1[start + 6] == ''
+    assert '### Starts' not in lines[lines.index('## `gpu-node-2` / `kimi-k2.5`'):]
+
+
+def test_without_starts_on_record_the_report_is_unchanged(tmp_path):
+    untimed = [trial_entry('kept', '2026-05-01T10:45:00+00:00', [])]
+    outcome = write_report(str(tmp_path / 'report.md'), RECORDS, 'baseline', 5.0, history=untimed)
+    assert '### Starts' not in outcome.after and 'Starts by phase' not in outcome.after
+    assert not (tmp_path / 'report-starts.png').exists()
+    assert outcome.after == markdown_report(RECORDS, comparison_rows(RECORDS, RECORDS, 'baseline', 5.0), 'baseline',
+                                            5.0, charts={key: f'report-{key[0]}-{key[1]}.png' for key in
+                                                         (('gpu-node-1', 'kimi-k2.5'), ('gpu-node-2', 'kimi-k2.5'))},
+                                            trials=untimed)
+
+
+def test_the_starts_are_drawn_beside_the_report(tmp_path):
+    pytest.importorskip('matplotlib')
+    outcome = write_report(str(tmp_path / 'report.md'), RECORDS, 'baseline', 5.0, history=TIMED_TRIALS)
+    assert outcome.charts[-1] == str(tmp_path / 'report-starts.png')
+    with open(outcome.charts[-1], 'rb') as handle:
+        assert handle.read(8) == b'\x89PNG\r\n\x1a\n'
+    assert outcome.after.rstrip().endswith('![Each start of a unit, phase by phase](report-starts.png)')
+    assert not write_report(str(tmp_path / 'report.md'), RECORDS, 'baseline', 5.0, history=TIMED_TRIALS).changed
+
+
+def test_without_matplotlib_the_starts_are_still_tabled(tmp_path, monkeypatch):
+    hide_matplotlib(monkeypatch)
+    outcome = write_report(str(tmp_path / 'report.md'), RECORDS, 'baseline', 5.0, history=TIMED_TRIALS)
+    assert '### Starts' in outcome.after and outcome.chart_note == CHART_UNAVAILABLE and outcome.charts == ()
+    assert sorted(entry.name for entry in tmp_path.iterdir()) == ['report.md']

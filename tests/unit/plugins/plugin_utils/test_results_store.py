@@ -139,6 +139,25 @@ def test_history_entries_round_trip_append_only_and_a_version_2_database_gains_t
         connection.close()
 
 
+def test_the_timed_starts_of_a_trial_record_come_back_for_the_report(tmp_path):
+    from ansible_collections.llmops.vllm.plugins.plugin_utils._report import recorded_starts
+    start = {'unit': 'vllm-kimi-k2.5-eagle3.service', 'variant': 'eagle3', 'summary': 'first completion after 28m07s',
+             'seconds': 1686.95, 'phases': [{'name': 'weights_loaded', 'label': 'weights load', 'seconds': 1561.2,
+                                             'ended_at_s': 1561.2},
+                                            {'name': 'first_completion', 'label': 'first completion',
+                                             'seconds': 125.75, 'ended_at_s': 1686.95}]}
+    under_way = {'variant': 'eagle3', 'model': 'kimi-k2.5', 'outcome': 'in_progress', 'run_id': 'abc123',
+                 'recorded_at': '2026-12-01T09:00:00+00:00', 'starts': []}
+    decided = dict(under_way, outcome='rolled_back', recorded_at='2026-12-01T09:40:00+00:00', starts=[start])
+    with ResultsStore(str(tmp_path / 'results.sqlite3')) as store:
+        store.add_history(HistoryEntry(host='gpu-node-1', document=under_way))
+        store.add_history(HistoryEntry(host='gpu-node-1', document=decided))
+        entries = store.history()
+    assert entries[1].document['starts'] == [start]
+    assert recorded_starts(entries) == {('gpu-node-1', 'kimi-k2.5'): [
+        dict(start, recorded_at='2026-12-01T09:40:00+00:00', run_id='abc123')]}
+
+
 def test_a_batch_is_stored_whole_or_not_at_all(tmp_path):
     path = str(tmp_path / 'results.sqlite3')
 
