@@ -164,4 +164,3 @@ def test_the_load_cap_ends_the_search_and_says_so(tmp_path):
     assert completed.returncode == 0, output
     assert "It would load nothing; " + " ".join(answer["reason"].split()) in output
     assert "loads paid for: 1 of the grid's 2 points" in output
-
