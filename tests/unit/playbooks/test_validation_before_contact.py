@@ -58,6 +58,11 @@ CASES = [
     ("deploy-units.yml", {"vllm_user": "root"}, "vllm_user: must not be root"),
     ("deploy-units.yml", {"vllm_environment": {"HF_TOKEN": "hf_not_here"}},
      "vllm_environment.HF_TOKEN: looks like a secret"),
+    # A search without a grid, and a grid with a key vLLM does not know: no point is declared or rendered.
+    ("search-variants.yml", {}, "vllm_search_variant.method"),
+    ("search-variants.yml", {"vllm_search_variant": {"method": "ngram"},
+                             "vllm_search_grid": {"num_speculative_tokens": [1, 2], "prompt_lookup_mx": [2, 4]}},
+     "vllm_search_grid.prompt_lookup_mx"),
 ]
 
 
@@ -86,5 +91,24 @@ def test_good_input_goes_on_to_contact_the_node(tmp_path):
     # The control case: with nothing wrong, the first task on the node is the fact gathering, which cannot
     # reach it, so the checks above really are what stopped the bad runs.
     completed = run(tmp_path, "deploy-ngram.yml", {})
+
+    assert "UNREACHABLE" in completed.stdout, completed.stdout + completed.stderr
+
+
+SEARCH = {"vllm_search_variant": {"method": "ngram"}, "vllm_search_grid": {"num_speculative_tokens": [1, 2]}}
+
+
+def test_search_variants_refuses_variants_given_as_an_extra_variable(tmp_path):
+    # An extra variable outranks set_fact: the grid's points could not be declared, and no unit of theirs rendered.
+    completed = run(tmp_path, "search-variants.yml", SEARCH, "-e", '{"vllm_variants": {}}')
+
+    output = completed.stdout + completed.stderr
+    assert completed.returncode != 0, output
+    assert "vllm_variants: given as an extra variable (-e), it cannot take the grid's points (ngram-k2, ngram-k1)" in output
+    assert "UNREACHABLE" not in output
+
+
+def test_a_good_grid_goes_on_to_contact_the_node(tmp_path):
+    completed = run(tmp_path, "search-variants.yml", SEARCH)
 
     assert "UNREACHABLE" in completed.stdout, completed.stdout + completed.stderr
