@@ -407,6 +407,8 @@ def test_a_level_carries_the_tpots_and_the_acceptance_that_the_variant_search_mo
     assert (figures['variant_tpot_ms'], figures['baseline_tpot_ms']) == (11.5, 14.0)
     assert (figures['acceptance_rates'], figures['acceptance_length']) == (rates, 3.05)
     assert (unmeasured['acceptance_rates'], unmeasured['acceptance_length']) == (None, None)
+
+
 def stopped(runs, concurrency=4, **extra):
     """A level openai_benchmark stopped early after these runs."""
     return level(runs, concurrency=concurrency, stopped_early=True, stopped_early_reason='stopped after run 2 of 5',
