@@ -327,7 +327,8 @@ def fit_step_cost(samples: list[tuple[float, float]], baseline_tpot: float | Non
     """
     points = list(samples)
     distinct = {k for k, dummy in points}
-    basis = 'fitted to %d trials at k %s' % (len(points), ', '.join('%g' % k for k in sorted(distinct)))
+    basis = 'fitted to %d trial%s at k %s' % (len(points), '' if len(points) == 1 else 's',
+                                              ', '.join('%g' % k for k in sorted(distinct)))
     if len(distinct) < 2:
         if baseline_tpot is None or not points:
             return None
