@@ -14,6 +14,8 @@
 # hour. The node serves its baseline before and after; the results go to a database of their own.
 #
 # Usage: tests/benchmarks/search_vs_grid.sh
+#   SEARCH_K and SEARCH_MAX (space-separated) choose another grid, e.g. SEARCH_K='1 2 3 4 5 6' SEARCH_MAX=4 for one
+#   family of six points, where a single trial at k 6 predicts every smaller k.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export PATH=$PWD/.venv/bin:$PATH ANSIBLE_NOCOLOR=1 ANSIBLE_FORCE_COLOR=0
@@ -23,14 +25,19 @@ export LLMOPS_VLLM_BENCHMARKS_DATABASE=$work/benchmarks.sqlite3 LLMOPS_VLLM_BENC
 
 # The mock inventory's model and where the switch role keeps its records (roles/vllm_switch defaults).
 records=/var/lib/vllm-switch/tiny-llama
-points=(ngram-k1-max1 ngram-k2-max1 ngram-k3-max1 ngram-k1-max4 ngram-k2-max4 ngram-k3-max4)
+read -r -a ks <<<"${SEARCH_K:-1 2 3}"
+read -r -a maxes <<<"${SEARCH_MAX:-1 4}"
+points=()
+for max in "${maxes[@]}"; do
+  for k in "${ks[@]}"; do points+=("ngram-k$k-max$max"); done
+done
 
-cat >"$work/grid.yml" <<'EOF'
+cat >"$work/grid.yml" <<EOF
 vllm_search_variant:
   method: ngram
 vllm_search_grid:
-  num_speculative_tokens: [1, 2, 3]
-  prompt_lookup_max: [1, 4]
+  num_speculative_tokens: [$(IFS=,; echo "${ks[*]}")]
+  prompt_lookup_max: [$(IFS=,; echo "${maxes[*]}")]
 # One stream at a time: where speculation pays most, and where the figures are steadiest on two cores.
 vllm_switch_benchmark:
   prompt_set: code_editing
