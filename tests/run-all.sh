@@ -37,6 +37,8 @@ gate() {
     sed 's/\x1b\[[0-9;]*m//g' "$logs/$name.log" \
       | awk '/(fatal|failed): \[.*(FAILED|=>)|^\[ *[0-9]+s\] FAILED / { block = ""; keep = 12 } keep > 0 { block = block "\n" substr($0, 1, 400); keep-- } END { printf "%s", block }' \
       >"$logs/$name.why"
+    # Shown now too: a run stopped by CI's time limit never reaches the summary.
+    if [ -s "$logs/$name.why" ]; then echo "      last failure:"; sed 's/^/      /' "$logs/$name.why"; fi
   fi
 }
 

@@ -14,6 +14,11 @@ installed later by the collection's own role, exactly as on a GPU node.
 and SSH key, its own disk, loopback address (127.77.0.9+N) and SSH port (22521+N). Instance 1, the
 default, is the single mock node of the demo and most scenarios.
 
+A node's /opt/vllm (where the role installs each release's venv) outlives its disk: it is the cache's
+venvs directory, bind-mounted. The role finds a release already installed and skips pip, so only the
+first scenario after a fresh clone pays the three minutes of installing vLLM on two cores; a new node of a
+fleet starts from a copy of the first node's venvs. `down --purge` deletes them with the disk.
+
 Molecule's create/destroy playbooks call this same script.
 """
 
@@ -76,6 +81,7 @@ class Node:
         self.address = "%d.%d.%d.%d" % (FIRST_ADDRESS[:3] + (FIRST_ADDRESS[3] + instance - 1,))
         self.ssh_port = FIRST_SSH_PORT + instance - 1
         self.machine = os.path.join(CACHE, "machine" + suffix)
+        self.venvs = os.path.join(CACHE, "venvs" + suffix)
         self.pid_file = os.path.join(CACHE, "nspawn%s.pid" % suffix)
         self.log_file = os.path.join(CACHE, "nspawn%s.log" % suffix)
 
@@ -233,7 +239,7 @@ def provision(node, public_key, gpu_release_seconds):
         link = os.path.join(root, "etc/systemd/system", unit)
         if not os.path.lexists(link):
             os.symlink("/dev/null", link)
-    for directory in ("srv/models", "opt/wheels", "root/.cache/pip", "etc/llmops-mock"):
+    for directory in ("srv/models", "opt/vllm", "opt/wheels", "root/.cache/pip", "etc/llmops-mock"):
         os.makedirs(os.path.join(root, directory), exist_ok=True)
     # The real GPU node's device groups, so the roles see the same groups on both.
     group_file = os.path.join(root, "etc/group")
@@ -242,6 +248,20 @@ def provision(node, public_key, gpu_release_seconds):
     if "\nrender:" not in groups:
         with open(group_file, "a", encoding="utf-8") as handle:
             handle.write("render:x:992:\n")
+
+
+def ensure_venvs(node):
+    """The node's /opt/vllm, kept across boots; a new node copies the first node's (same paths inside)."""
+    if os.path.isdir(node.venvs):
+        return
+    first = Node(1).venvs
+    if node.instance != 1 and os.path.isdir(first) and os.listdir(first):
+        log("copying the venvs of %s for %s" % (Node(1).hostname, node.hostname))
+        shutil.rmtree(node.venvs + ".partial", ignore_errors=True)
+        run(["cp", "-a", "--reflink=auto", first, node.venvs + ".partial"])
+        os.rename(node.venvs + ".partial", node.venvs)
+    else:
+        os.makedirs(node.venvs)
 
 
 def nspawn_pid(node):
@@ -331,6 +351,7 @@ def up(args):
     provision(node, public_key, args.gpu_release_seconds)
     write_known_hosts(node)
     os.makedirs(PIP_CACHE, exist_ok=True)
+    ensure_venvs(node)
     bind_ro = [(MODELS, "/srv/models")]
     wheels = controller_wheel_dir()
     if wheels:
@@ -339,7 +360,7 @@ def up(args):
     if ca_bundle:
         bind_ro.append((ca_bundle, "/etc/llmops-mock/ca-bundle.crt"))
     started = time.monotonic()
-    process = boot(node, bind_ro, [(PIP_CACHE, "/root/.cache/pip")], args.cpus)
+    process = boot(node, bind_ro, [(PIP_CACHE, "/root/.cache/pip"), (node.venvs, "/opt/vllm")], args.cpus)
     state = wait_until_running(node, process, args.timeout)
     log("%s up in %.1f s (systemd %s), ssh root@%s -p %d"
         % (node.hostname, time.monotonic() - started, state, node.address, node.ssh_port))
@@ -381,6 +402,7 @@ def down(args):
         raise SystemExit("mock-host: " + "; ".join(problems))
     if args.purge:
         shutil.rmtree(node.machine, ignore_errors=True)
+        shutil.rmtree(node.venvs, ignore_errors=True)
     log("%s down; nothing left running" % node.hostname)
 
 
@@ -411,7 +433,7 @@ def main():
                            help="how long a gone process's GPU memory stays in use (default %(default)s)")
     up_parser.set_defaults(func=up)
     down_parser = commands.add_parser("down", help="power the mock host off")
-    down_parser.add_argument("--purge", action="store_true", help="also delete the machine's disk")
+    down_parser.add_argument("--purge", action="store_true", help="also delete the machine's disk and venvs")
     down_parser.add_argument("--timeout", type=int, default=60)
     down_parser.set_defaults(func=down)
     commands.add_parser("status", help="report as JSON").set_defaults(func=status)
