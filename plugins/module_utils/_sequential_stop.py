@@ -14,13 +14,19 @@ Losing means the whole interval of the change in output throughput, in percent o
 mean, lies where the verdict could not keep the variant: below 0 for keep_when=faster (it cannot
 be shown faster), below -margin_pct for keep_when=not_slower (it is shown to be slower by more
 than the margin). Even the point estimate is then on the losing side.
+
+The baseline and the variant run in two server lifetimes, which differ by more than the runs inside
+one (on the mock node by about 11%). Where the baseline's earlier lifetimes are known (the verdict
+reads them from the results store), their spread widens the interval as it widens the verdict's: at
+99%, t(0.995, k - 1) x sqrt(2) x their coefficient of variation, when that is wider than Welch's.
+Without it an A/A trial whose second lifetime came out 10% slower would be stopped as slower.
 """
 
 from __future__ import annotations
 
 import math
 
-from ansible_collections.llmops.vllm.plugins.module_utils._benchmark_statistics import welch_half_width
+from ansible_collections.llmops.vllm.plugins.module_utils._benchmark_statistics import t_critical, welch_half_width
 
 # The error of the whole sequence stays within 5% only for this many looks (Bonferroni: 4 x 1%). A look
 # comes after each run of the variant from the second on, so runs 2 to 5 of a level are looked at; later
@@ -33,10 +39,20 @@ NOT_SLOWER = "not_slower"
 KEEP_WHEN = (NOT_SLOWER, FASTER)
 
 
-def losing(baseline_runs, variant_runs, keep_when, margin_pct):
+def lifetime_half_width_pct(lifetime_cv_pct, lifetimes, confidence=LOOK_CONFIDENCE):
+    """Half-width, in percent, of the interval of the difference of two lifetimes; None below two lifetimes."""
+    if lifetime_cv_pct is None or lifetimes is None or int(lifetimes) < 2:
+        return None
+    return t_critical(int(lifetimes) - 1, confidence) * math.sqrt(2.0) * float(lifetime_cv_pct)
+
+
+def losing(baseline_runs, variant_runs, keep_when, margin_pct, lifetime_cv_pct=None, lifetimes=None):
     """Whether the variant is already certainly losing, with the figures that say why.
 
     baseline_runs and variant_runs are output tokens/s per run of one level, the variant's so far.
+    lifetime_cv_pct and lifetimes: the coefficient of variation of the baseline's lifetime means and
+    how many lifetimes it comes from (this trial's included), as the verdict computes them; None when
+    unknown, and then only the noise within the two lifetimes widens the interval.
     Returns a dict: ``losing`` (bool), ``look`` (1 for the variant's second run; None when no look
     is taken), ``variant_runs`` and ``baseline_runs`` (counts), ``delta_pct``, ``lower_pct`` and
     ``upper_pct`` (the change and its interval, in percent of the baseline's mean; None when not
@@ -63,6 +79,7 @@ def losing(baseline_runs, variant_runs, keep_when, margin_pct):
         "confidence_pct": LOOK_CONFIDENCE * 100.0,
         "keep_when": keep_when,
         "margin_pct": margin_pct,
+        "between_half_width_pct": lifetime_half_width_pct(lifetime_cv_pct, lifetimes),
     }
     look = len(variant_runs) - 1
     if look < 1:
@@ -79,7 +96,7 @@ def losing(baseline_runs, variant_runs, keep_when, margin_pct):
         answer["reason"] = "no interval: the baseline needs at least two runs with output tokens"
         return answer
     delta = (math.fsum(variant_runs) / len(variant_runs) - baseline_mean) * 100.0 / baseline_mean
-    spread = half_width * 100.0 / baseline_mean
+    spread = max(half_width * 100.0 / baseline_mean, answer["between_half_width_pct"] or 0.0)
     answer.update(delta_pct=delta, lower_pct=delta - spread, upper_pct=delta + spread)
     answer["losing"] = answer["upper_pct"] < threshold
     answer["reason"] = describe(answer)
@@ -88,10 +105,13 @@ def losing(baseline_runs, variant_runs, keep_when, margin_pct):
 
 def describe(answer):
     """The sequential test's figures in one sentence, for a message or a decision's reason."""
+    between = answer.get("between_half_width_pct")
     figures = ("%d runs of the variant against %d of the baseline: output tok/s %+.1f%% (%g%% interval %+.1f%% to"
-               " %+.1f%%, look %d of at most %d)"
+               " %+.1f%%%s, look %d of at most %d)"
                % (answer["variant_runs"], answer["baseline_runs"], answer["delta_pct"], answer["confidence_pct"],
-                  answer["lower_pct"], answer["upper_pct"], answer["look"], MAX_LOOKS))
+                  answer["lower_pct"], answer["upper_pct"],
+                  "" if between is None else ", at least +/-%.1f%% from how the baseline's lifetimes differ" % between,
+                  answer["look"], MAX_LOOKS))
     wanted = "faster" if answer["keep_when"] == FASTER else "at most %.1f%% slower" % answer["margin_pct"]
     if answer["losing"]:
         return "%s; the interval ends below %+.1f%%, so it cannot be shown %s" % (

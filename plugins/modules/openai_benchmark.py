@@ -182,6 +182,9 @@ options:
         of P(llmops.vllm.trial_decision#module). When the interval lies entirely below 0 (O(stop_when_slower.keep_when=faster))
         or below minus O(stop_when_slower.margin_pct) (V(not_slower)), the level's remaining runs and the
         remaining levels are skipped, and the result says so in RV(stopped_early) and RV(results[].stopped_early).
+      - The look knows only the noise within the two server lifetimes. P(llmops.vllm.trial_decision#module) judges a
+        stopped level again with how the baseline's lifetimes differ, and calls it slower only when the loss stands
+        out of that too.
       - The last run of the last level is not tested, as there is nothing left to skip.
       - Without this option every run of every level is measured.
     type: dict

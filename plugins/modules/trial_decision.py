@@ -31,8 +31,8 @@ description:
   - A level whose benchmark stopped early (O(llmops.vllm.openai_benchmark#module:stop_when_slower)) is judged on the
     runs it measured, even fewer than O(min_runs), as the sequential test that stopped it is stricter. The variant
     is then rolled back, as V(slower) when that test, run again on the same runs with O(keep_when) and
-    O(margin_pct), shows it losing, else as V(inconclusive); the reason says that the benchmark stopped early, with
-    the test's figures.
+    O(margin_pct) and widened by how the baseline's lifetimes in the history differ, shows it losing, else as
+    V(inconclusive); the reason says that the benchmark stopped early, with the test's figures.
   - A trial may measure several workloads (kinds of traffic); each result names its workload with the label
     C(workload). Every workload is decided on its own, with its own history and SLO, and the variant is kept
     only when every workload keeps it. The first workload that rolls it back gives the outcome and the reason.

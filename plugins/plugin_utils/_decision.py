@@ -34,8 +34,9 @@ known-good baseline is the safe answer, and the reason says what would decide it
 A level whose benchmark stopped early (openai_benchmark's stop_when_slower) is judged on the runs
 it measured, even fewer than min_runs: the sequential test that stopped it (Welch's interval at
 99% per look, module_utils._sequential_stop) is stricter than the verdict's. Such a trial always
-rolls back: slower when that test, run again here on the same runs, shows the variant losing;
-inconclusive when it does not (the benchmark ran under another rule or margin).
+rolls back: slower when that test, run again here on the same runs and widened by how the
+baseline's lifetimes differ (which the benchmark's look could not know), shows the variant losing;
+inconclusive when it does not (lifetimes that differ more than the margin, or another rule or margin).
 """
 
 from __future__ import annotations
@@ -308,7 +309,9 @@ def _early_stops(levels, by_variant, by_baseline, keep_when, margin_pct):
         level['stopped_early'] = bool(by_variant[key].get('stopped_early'))
         if not level['stopped_early']:
             continue
-        stops[key] = losing(runs_of(by_baseline[key]), runs_of(by_variant[key]), keep_when, margin_pct)
+        # Judged again here with the baseline's lifetimes, which the benchmark's own look did not have.
+        stops[key] = losing(runs_of(by_baseline[key]), runs_of(by_variant[key]), keep_when, margin_pct,
+                            lifetime_cv_pct=level['between_cv_pct'], lifetimes=level['lifetimes'])
         level['too_few_runs'] = False
         if level['half_width_pct'] is not None:
             level['status'] = judge_level(level['delta_pct'], level['half_width_pct'], margin_pct)

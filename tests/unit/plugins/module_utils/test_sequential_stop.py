@@ -132,3 +132,22 @@ def test_a_a_trials_rarely_stop():
         variant = [rng.gauss(900.0, 40.0) for dummy in range(5)]
         stopped += any(losing(baseline, variant[:count], "faster", 0.0)["losing"] for count in range(2, 6))
     assert stopped / 200 > 0.5
+
+
+def test_the_spread_of_baseline_lifetimes_widens_the_look():
+    # 12% down with tight runs: losing on the runs alone, but not where lifetimes of the baseline differ by 6%
+    # (as on the mock node): an A/A trial's second lifetime can come out that much slower.
+    tight_baseline = [100.0, 100.2, 99.8, 100.1, 99.9]
+    variant = [88.0, 88.1, 87.9]
+    alone = losing(tight_baseline, variant, "not_slower", 8.0)
+    assert alone["losing"] is True
+    assert alone["between_half_width_pct"] is None
+
+    spread = losing(tight_baseline, variant, "not_slower", 8.0, lifetime_cv_pct=6.0, lifetimes=5)
+    assert spread["losing"] is False
+    assert spread["between_half_width_pct"] == pytest.approx(t_critical(4, 0.99) * 2.0 ** 0.5 * 6.0)
+    assert spread["upper_pct"] == pytest.approx(spread["delta_pct"] + spread["between_half_width_pct"])
+    assert "from how the baseline's lifetimes differ" in spread["reason"]
+    # One lifetime says nothing about the spread; a certain loss stays certain with a small spread.
+    assert losing(tight_baseline, variant, "not_slower", 8.0, lifetime_cv_pct=6.0, lifetimes=1)["losing"] is True
+    assert losing(tight_baseline, [50.0, 50.5], "not_slower", 8.0, lifetime_cv_pct=2.0, lifetimes=4)["losing"] is True

@@ -449,6 +449,23 @@ def test_a_stopped_level_never_keeps_even_when_the_decision_reads_it_otherwise()
     assert decide(variant, baseline, keep_when='faster')['outcome'] == 'slower'
 
 
+def test_a_level_stopped_early_within_how_baseline_lifetimes_differ_is_not_called_slower():
+    # The benchmark stopped an A/A-like variant 12% down on its runs alone; the baseline's lifetimes differ by
+    # about that much, so the verdict cannot call it slower: inconclusive, rolled back, never kept.
+    baseline = result(level([100.0, 100.2, 99.8, 100.1, 99.9]))
+    variant = result(stopped([88.0, 88.1, 87.9]))
+    history = [{'max_concurrency': 4, 'lifetime': name, 'output_throughput': value}
+               for name, value in (('a', 112.0), ('b', 95.0), ('c', 104.0), ('d', 90.0))]
+
+    without = decide(variant, baseline, margin_pct=8.0)
+    with_history = decide(variant, baseline, history=history, margin_pct=8.0, baseline_lifetime='now')
+
+    assert without['outcome'] == 'slower'
+    assert (with_history['decision'], with_history['outcome']) == ('roll_back', 'inconclusive')
+    assert 'from how the baseline\'s lifetimes differ' in with_history['reason']
+    assert with_history['stopped_early'] is True
+
+
 def test_without_a_stop_the_decision_is_unchanged():
     baseline = result(level(around(100.0, 2.0)))
     short = result(level([80.0, 82.0]))
