@@ -5,6 +5,7 @@ inside, reached over real SSH on a loopback address. Its GPUs are simulated (fil
 its model is a tiny random-initialised Llama made locally (make_tiny_model.py); vLLM itself is
 installed later by the collection's own role, exactly as on a GPU node.
 
+    mock_host.py build     build what `up` caches (root filesystem, model, SSH key) without booting
     mock_host.py up        boot (fresh root filesystem from the cached base) and wait for SSH
     mock_host.py down      power off and check nothing is left behind
     mock_host.py status    say whether it runs
@@ -331,6 +332,16 @@ def wait_until_running(node, process, timeout):
     return state
 
 
+def build(args):
+    del args
+    os.makedirs(CACHE, exist_ok=True)
+    ensure_controller_packages()
+    ensure_base()
+    ensure_model()
+    ensure_ssh_key()
+    log("base, model and SSH key ready in %s" % CACHE)
+
+
 def up(args):
     node = Node(args.instance)
     if nspawn_pid(node):
@@ -422,6 +433,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--instance", type=int, default=1, help="which node of a mock fleet (default 1)")
     commands = parser.add_subparsers(dest="command", required=True)
+    # make test builds these while its first gates run, so that the first scenario boots at once.
+    commands.add_parser("build", help="build the cached base, model and SSH key").set_defaults(func=build)
     up_parser = commands.add_parser("up", help="boot the mock host")
     up_parser.add_argument("--reuse", action="store_true", help="keep the machine's disk from the last boot")
     up_parser.add_argument("--timeout", type=int, default=120)
