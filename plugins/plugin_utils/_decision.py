@@ -46,9 +46,9 @@ import statistics
 import typing as t
 from collections.abc import Iterable, Mapping
 
-from ansible_collections.llmops.vllm.plugins.module_utils._benchmark_statistics import t_critical_95, welch_half_width
+from ansible_collections.llmops.vllm.plugins.module_utils._benchmark_statistics import welch_half_width
 from ansible_collections.llmops.vllm.plugins.module_utils._sequential_stop import describe as describe_stop
-from ansible_collections.llmops.vllm.plugins.module_utils._sequential_stop import losing
+from ansible_collections.llmops.vllm.plugins.module_utils._sequential_stop import lifetime_half_width_pct, losing
 from ansible_collections.llmops.vllm.plugins.module_utils._type_names import plain_type_name
 from ansible_collections.llmops.vllm.plugins.plugin_utils._comparison import (
     DEFAULT_MARGIN_PCT,
@@ -202,7 +202,7 @@ def lifetime_spread(lifetime_means: list[float]) -> dict[str, t.Any]:
         return {'lifetimes': count, 'cv_pct': None, 'half_width_pct': None}
     mean = statistics.fmean(lifetime_means)
     cv_pct = statistics.stdev(lifetime_means) * 100.0 / mean if mean > 0 else None
-    half_width = None if cv_pct is None else t_critical_95(count - 1) * math.sqrt(2.0) * cv_pct
+    half_width = lifetime_half_width_pct(cv_pct, count, confidence=0.95)
     return {'lifetimes': count, 'cv_pct': cv_pct, 'half_width_pct': half_width}
 
 
