@@ -61,6 +61,8 @@ LOAD_GPU = re.compile(r"Model loading took [\d.]+ GiB memory and ([\d.]+) second
 LOAD_CPU = re.compile(r"Loading weights took ([\d.]+) seconds")
 COMPILE_TOTAL = re.compile(r"torch\.compile (?:took|takes) ([\d.]+) s in total")
 COMPILE_HIT = re.compile(r"Directly load (?:AOT compilation|the compiled graph)")
+# vLLM falls back to compiling when its AOT artifact does not load, and says why (vllm/compilation/decorators.py).
+COMPILE_LOAD_FAILED = re.compile(r"Compiling model again due to a load failure from \S+, reason: (.+)")
 INIT_ENGINE = re.compile(r"init engine \(profile, create kv cache, warmup model\) took ([\d.]+) s")
 
 
@@ -111,7 +113,8 @@ def probe_unit(unit_text, cache_root, description="warm start probe"):
 
 
 def journal_figures(text):
-    """What one run's journal says: weights-load seconds, torch.compile seconds, cache hit, engine init seconds."""
+    """What one run's journal says: weights-load seconds, torch.compile seconds, cache hit or why the cache did not
+    load, engine init seconds."""
     def last(pattern):
         found = pattern.findall(text)
         return float(found[-1]) if found else None
@@ -120,6 +123,7 @@ def journal_figures(text):
         "load_seconds": load if load is not None else last(LOAD_CPU),
         "compile_seconds": last(COMPILE_TOTAL),
         "compile_cache_hit": bool(COMPILE_HIT.search(text)),
+        "compile_cache_refused": ([reason.strip() for reason in COMPILE_LOAD_FAILED.findall(text)] or [None])[-1],
         "init_seconds": last(INIT_ENGINE),
     }
 
@@ -295,8 +299,8 @@ def measure(args, variables):
             seconds, figures = timed_start(server, args.ready_timeout)
             stop_probe()
             runs[name] = dict(figures, seconds=seconds)
-            print("%-30s first completion after %7.1f s; weights load %s s, torch.compile %s s%s"
-                  % (name, seconds, figures["load_seconds"], figures["compile_seconds"],
+            print("%-30s first completion after %7.1f s; weights load %s s, engine init %s s, torch.compile %s s%s"
+                  % (name, seconds, figures["load_seconds"], figures["init_seconds"], figures["compile_seconds"],
                      " (loaded from the cache)" if figures["compile_cache_hit"] else ""), flush=True)
         listing = on_node("cd %s && du -sb torch_compile_cache/* torch_compile_cache/*/* 2>/dev/null; true"
                           % shlex.quote(cache_root))
@@ -344,7 +348,11 @@ def main():
     figures = (cold["seconds"], page_cold["seconds"], cold["compile_seconds"], page_cold["compile_seconds"])
     print("compile cache: first completion %.1f s cold, %.1f s warm (page cache cold both times); "
           "torch.compile %s s cold, %s s warm" % figures)
-    if not (page_cold["compile_cache_hit"] and warm["compile_cache_hit"]):
+    refused = page_cold["compile_cache_refused"] or warm["compile_cache_refused"]
+    if refused:
+        print("WARNING: vLLM found the compile cache and could not load it, so the warm starts compiled again "
+              "(reason: %s); the warm figures are not the compile cache's saving" % refused)
+    elif not (page_cold["compile_cache_hit"] and warm["compile_cache_hit"]):
         print("WARNING: a start with the compile cache warm did not say it loaded from it "
               "(no 'Directly load ...' line in its journal)")
     print("compile cache entries under the probe's cache root:")

