@@ -44,7 +44,8 @@ can be pruned wrongly.
 
 Throughput of a trial: the mean, over the levels (workload and concurrency) that every counted
 trial measured, of the variant's output tokens/s; figures from several levels are averaged the
-same way (TPOT, acceptance per position).
+same way (TPOT, acceptance per position). A record that shares no level with the later ones (a
+twin measured at another concurrency) is not counted: its throughput is of another workload.
 """
 
 from __future__ import annotations
@@ -259,6 +260,29 @@ def _chronological(records):
     return [record for dummy, record in indexed]
 
 
+def _comparable(latest, notes):
+    """The records that can be compared, the levels they all measured, and each one's levels.
+
+    Throughput at one concurrency says nothing of another, so records count only over the levels they
+    share. From the latest record back, each record counts while it leaves at least one level shared by
+    all that count; an older record measured with another workload or concurrency altogether (a twin's
+    trial under another benchmark, say) is left out, and the note says so.
+    """
+    measured = sorted(((rank, name) for name, (rank, record) in latest.items()
+                       if record.get('outcome') in MEASURED and _levels(record)), reverse=True)
+    usable, common, keys = set(), None, []
+    for dummy, name in measured:
+        levels = set(_levels(latest[name][1]))
+        if common is not None and not common & levels:
+            notes.append('%s is not counted: it measured %s, which the later trials did not'
+                         % (name, ', '.join('%s@%s' % key for key in sorted(levels, key=str))))
+            continue
+        common = levels if common is None else common & levels
+        usable.add(name)
+        keys.append(levels)
+    return usable, common or set(), keys
+
+
 def _measurements(points, records, declared, baseline, notes):
     """The counted trial of each point, the points that will not be loaded again, and the paid loads.
 
@@ -283,16 +307,10 @@ def _measurements(points, records, declared, baseline, notes):
                          % (name, record.get('baseline'), baseline))
             continue
         latest[name] = (rank, record)
-    usable = {name for name, (dummy, record) in latest.items()
-              if record.get('outcome') in MEASURED and _levels(record)}
-    keys = [set(_levels(latest[name][1])) for name in usable]
-    common = set.intersection(*keys) if keys else set()
+    usable, common, keys = _comparable(latest, notes)
     if keys and any(key != common for key in keys):
-        if common:
-            notes.append('the trials measured different workloads or concurrencies; only the ones all of them share'
-                         ' count: %s' % ', '.join('%s@%s' % key for key in sorted(common, key=str)))
-        else:
-            notes.append('the trials share no workload and concurrency: each counts with every level it measured')
+        notes.append('the trials measured different workloads or concurrencies; only the ones all of them share'
+                     ' count: %s' % ', '.join('%s@%s' % key for key in sorted(common, key=str)))
     measured, dead, paid = {}, {}, set()
     for point in points:
         own = latest.get(point['name'])
@@ -312,7 +330,7 @@ def _measurements(points, records, declared, baseline, notes):
                                                  record.get('reason') or 'no reason recorded')
         elif source in usable:
             levels = _levels(record)
-            shared = [levels[key] for key in sorted(common, key=str) if key in levels] or list(levels.values())
+            shared = [levels[key] for key in sorted(common, key=str)]
             measured[point['name']] = _Measurement(point, record, rank, shared, source != point['name'])
     return measured, dead, paid
 

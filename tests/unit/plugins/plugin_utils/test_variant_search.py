@@ -365,6 +365,29 @@ def test_records_of_other_workloads_count_only_the_workloads_all_share():
     assert answer['best'] == 'eagle3-k2'
 
 
+def test_a_twins_trial_at_another_concurrency_is_not_counted_once_the_search_measured_its_own():
+    points = search_points(NGRAM, {'num_speculative_tokens': [5, 6], 'prompt_lookup_max': [4]})
+    declared = {'ngram': {'speculative_config': dict(points[1]['speculative_config'])}}
+    # deploy-ngram measured the twin at concurrency 8; the search's own trial streams one request at a time.
+    twin = record('ngram', 1000.0, 970.0, 3.6, 3.6, [0.7, 0.6, 0.5, 0.4, 0.3], stamp='2026-12-01T10:00:00Z')
+    alone = record('ngram-k6-max4', 310.0, 280.0, 2.9, 3.3, [0.7, 0.6, 0.5, 0.4, 0.3, 0.2],
+                   stamp='2026-12-01T11:00:00Z')
+    alone['decision']['levels'][0]['max_concurrency'] = 1
+
+    before = search_step(points, [twin], declared=declared)
+    after = search_step(points, [twin, alone], declared=declared)
+
+    assert before['predictions']['ngram-k5-max4']['measured_throughput'] == pytest.approx(1000.0)
+    assert before['next'] == 'ngram-k6-max4'
+    assert 'measured_throughput' not in after['predictions']['ngram-k5-max4']
+    assert after['notes'] == ['ngram is not counted: it measured default@8, which the later trials did not']
+    # k 5 is predicted from k 6's own rates and the baseline's TPOT at concurrency 1, not from the twin's 1000 tok/s.
+    assert after['next'] == 'ngram-k5-max4'
+    assert after['predictions']['ngram-k5-max4']['predicted_throughput'] < 400.0
+    assert 'anchored at the baseline (k 0, 3.30 ms)' in after['predictions']['ngram-k5-max4']['basis']
+    assert after['predictions']['ngram-k6-max4']['measured_throughput'] == pytest.approx(310.0)
+
+
 @pytest.mark.parametrize('seed', range(6))
 def test_an_eagle3_grid_of_five_k_loads_the_largest_first_and_prunes_the_rest(seed):
     points = search_points(EAGLE, {'num_speculative_tokens': [1, 2, 3, 4, 5]})
