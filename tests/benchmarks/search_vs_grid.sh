@@ -85,6 +85,8 @@ summary() {
   grep -o "loads paid for: [0-9]* of the grid's [0-9]* points" "$log" | tail -n 1
   grep -o 'serves: [a-z0-9_-]*' "$log" | tail -n 1
   grep -o '"[a-z0-9_-]*: [^"]*: loading it"' "$log" | sed 's/^"/  loaded /; s/"$//' || true
+  # Each trial's verdict: only a kept point can serve.
+  grep -o 'decision on [a-z0-9_-]*: [a-z_ ]*([a-z]*)' "$log" | sort -u | sed 's/^/  /' || true
 }
 
 # From the baseline and no record of any point, so that the search pays for what it loads.
