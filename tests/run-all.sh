@@ -11,7 +11,7 @@ passed=0 failed=0 failures=()
 
 cleanup() {
   local instance
-  for instance in 1 2 3; do python3 molecule/mock_host/mock_host.py --instance "$instance" down >/dev/null 2>&1 || true; done
+  for instance in 1 2; do python3 molecule/mock_host/mock_host.py --instance "$instance" down >/dev/null 2>&1 || true; done
 }
 trap cleanup EXIT
 
@@ -152,19 +152,8 @@ wait
 for name in ansible-lint ansible-doc syntax-check galaxy-install changelog-lint sanity unit-tests; do
   report_gate "$name"
 done
-# The faults scenario runs beside the default one, each on a node and a CPU of its own (instances 1 and 3). It
-# starts once the default scenario converges: by then vLLM is installed, and the faults node copies its venvs
-# instead of installing them at the same time. The fleet's two nodes are instances 1 and 2, so it runs after.
-run_gate molecule-default molecule test -s default &
-default_scenario=$!
-until sed 's/\x1b\[[0-9;]*m//g' "$logs/molecule-default.log" 2>/dev/null | grep -q 'converge: Executing'; do
-  kill -0 "$default_scenario" 2>/dev/null || break
-  sleep 5
-done
-run_gate molecule-faults molecule test -s faults &
-wait
-report_gate molecule-default
-report_gate molecule-faults
+gate molecule-default  molecule test -s default
+gate molecule-faults   molecule test -s faults
 gate molecule-fleet    molecule test -s fleet
 
 echo

@@ -431,10 +431,7 @@ def exec_command(args):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    # A scenario that runs beside another on a node of its own sets LLMOPS_MOCK_INSTANCE, so that the commands its
-    # runbooks give (mock_host.py exec ...) reach its node.
-    parser.add_argument("--instance", type=int, default=int(os.environ.get("LLMOPS_MOCK_INSTANCE") or 1),
-                        help="which node of a mock fleet (default $LLMOPS_MOCK_INSTANCE, else 1)")
+    parser.add_argument("--instance", type=int, default=1, help="which node of a mock fleet (default 1)")
     commands = parser.add_subparsers(dest="command", required=True)
     # make test builds these while its first gates run, so that the first scenario boots at once.
     commands.add_parser("build", help="build the cached base, model and SSH key").set_defaults(func=build)
