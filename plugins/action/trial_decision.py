@@ -41,6 +41,7 @@ _ARGUMENT_SPEC = {
     'history': {'type': 'bool', 'default': True},
     'slo': {'type': 'dict'},
     'workload_slo': {'type': 'dict', 'default': {}},
+    'accept_foreign_traffic': {'type': 'bool', 'default': False},
 }
 
 
@@ -65,7 +66,8 @@ class ActionModule(ActionBase):
             answer = decide_workloads(args['variant'], args['baseline'], history=history, keep_when=args['keep_when'],
                                       margin_pct=args['margin_pct'], min_runs=args['min_runs'],
                                       baseline_lifetime=args['baseline_lifetime'], slo=args['slo'],
-                                      workload_slo=args['workload_slo'])
+                                      workload_slo=args['workload_slo'],
+                                      accept_foreign_traffic=args['accept_foreign_traffic'])
         except DecisionError as error:
             raise AnsibleActionFail(f'trial_decision: {error}') from error
         result.update(answer)

@@ -27,7 +27,9 @@ from ansible_collections.llmops.vllm.plugins.module_utils._benchmark_statistics 
     summarize_level,
 )
 from ansible_collections.llmops.vllm.plugins.module_utils._prometheus_text import (
+    foreign_requests,
     parse_samples,
+    server_requests,
     spec_decode_delta,
     spec_decode_totals,
 )
@@ -452,15 +454,42 @@ def fetch_text(url, timeout, ssl_context=None):
     return body.decode("utf-8", "replace")
 
 
-def _scrape_spec_decode(metrics_url, timeout, level, warnings, ssl_context=None):
+def _scrape(metrics_url, timeout, level, warnings, ssl_context=None):
+    """The server's samples, or None (with a warning) when its metrics cannot be read."""
     try:
-        return spec_decode_totals(parse_samples(fetch_text(metrics_url, timeout, ssl_context)))
+        return parse_samples(fetch_text(metrics_url, timeout, ssl_context))
     except (OSError, http.client.HTTPException, ValueError) as exc:
         warnings.append(
-            "Could not read %s (%s: %s); spec-decode acceptance is not reported for concurrency %d."
-            % (metrics_url, type(exc).__name__, exc, level)
+            "Could not read %s (%s: %s); spec-decode acceptance is not reported for concurrency %d, nor are "
+            "requests that the benchmark did not send." % (metrics_url, type(exc).__name__, exc, level)
         )
         return None
+
+
+def _server_reading(samples):
+    if samples is None:
+        return None, None
+    return spec_decode_totals(samples), server_requests(samples)
+
+
+# How long a reading may wait for the server's queue to empty: its counters are updated a moment after the
+# last chunk of a request reaches the client, and a count read too early would lend one level's requests to the
+# next one, which would then look contaminated.
+SETTLE_SECONDS = 5.0
+SETTLE_INTERVAL = 0.2
+
+
+def _settled_reading(options, level, warnings, ssl_context):
+    """(spec-decode totals, server requests), read once the server's queue is empty or SETTLE_SECONDS passed."""
+    reading = _server_reading(_scrape(options["metrics_url"], options["timeout"], level, warnings, ssl_context))
+    deadline = time.perf_counter() + min(SETTLE_SECONDS, options["timeout"])
+    while reading[1] is not None and (reading[1]["running"] or reading[1]["waiting"]) and time.perf_counter() < deadline:
+        time.sleep(SETTLE_INTERVAL)
+        again = _server_reading(_scrape(options["metrics_url"], options["timeout"], level, [], ssl_context))
+        if again[1] is None:
+            break
+        reading = again
+    return reading
 
 
 def run_benchmark(options):
@@ -499,7 +528,7 @@ def run_benchmark(options):
     results = []
     warnings = []
     for position, level in enumerate(levels):
-        before = _scrape_spec_decode(options["metrics_url"], options["timeout"], level, warnings, ssl_context)
+        before, requests_before = _settled_reading(options, level, warnings, ssl_context)
         runs = []
         stop = None
         for repeat in range(options["repeats"]):
@@ -512,9 +541,15 @@ def run_benchmark(options):
                     break
         result = summarize_level(level, runs)
         result["prompt_set_sha256"] = prompt_sha256
-        if before is not None:
-            after = _scrape_spec_decode(options["metrics_url"], options["timeout"], level, warnings, ssl_context)
+        after = requests_after = None
+        if before is not None or requests_before is not None:
+            after, requests_after = _settled_reading(options, level, warnings, ssl_context)
             result.update(spec_decode_delta(before, after))
+        # The server's own counters, so that traffic the benchmark did not send shows (contaminated).
+        result["server_requests_before"] = requests_before
+        result["server_requests_after"] = requests_after
+        result["foreign_requests"] = foreign_requests(requests_before, requests_after,
+                                                      result["completed"] + result["failed"])
         if stop is not None:
             result["stopped_early"] = True
             result["stopped_early_reason"] = "stopped after run %d of %d: %s" % (

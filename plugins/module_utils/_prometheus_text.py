@@ -121,3 +121,33 @@ def requests_in_flight(samples):
     if not found:
         return None
     return int(totals[RUNNING]), int(totals[WAITING])
+
+
+FINISHED = "vllm:request_success_total"
+
+
+def server_requests(samples):
+    """The server's own count of finished requests (every finish reason) and its queue, or None.
+
+    None when the page exports neither the counter nor the gauges, as a server that is not vLLM.
+    """
+    finished = [sample.value for sample in samples if sample.name == FINISHED]
+    in_flight = requests_in_flight(samples)
+    if not finished and in_flight is None:
+        return None
+    running, waiting = in_flight or (0, 0)
+    return {"finished": int(sum(finished)), "running": running, "waiting": waiting}
+
+
+def foreign_requests(before, after, sent):
+    """Requests the server served or held during a level that the benchmark did not send; None without readings.
+
+    Between two readings the server finished ``after.finished - before.finished`` requests, of which
+    at most ``sent`` were the benchmark's; any still running or waiting after the level are not the
+    benchmark's either, as it waits for all of its own. A request of the benchmark's that never reached
+    the server (refused, say) can hide one foreign request, never add one.
+    """
+    if before is None or after is None:
+        return None
+    finished = after["finished"] - before["finished"]
+    return max(0, finished - sent) + after["running"] + after["waiting"]

@@ -10,6 +10,7 @@ so that a bad inventory fails on the controller before anything on a host change
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import math
 import re
@@ -38,6 +39,7 @@ MODEL_NAME = "[a-z0-9][a-z0-9._-]*"
 FLAG_NAME = re.compile(r"[a-z][a-z0-9_]*\Z")
 # Directories written into several unit settings, some of which split at whitespace: kept plain.
 PLAIN_PATH = re.compile(r"/[A-Za-z0-9._/@+-]*\Z")
+MODEL_LENGTH = re.compile(r"[0-9]+(?:\.[0-9]+)?[kKmMgG]\Z")
 SERVER_MODULE = "vllm.entrypoints.openai.api_server"
 
 DEFAULT_BASELINE = "baseline"
@@ -151,11 +153,48 @@ def _check_serve_args(problems, where, serve_args, reserved):
         elif key in reserved:
             problems.append("%s: set by this collection from %s, not through serve_args" % (here, reserved[key]))
         else:
+            before = len(problems)
             _check_serve_arg(problems, here, value)
-            _check_serve_arg_range(problems, here, key, value)
+            if len(problems) == before:
+                _check_serve_arg_range(problems, here, key, value)
+
+
+def _host_problem(host):
+    """Why host cannot be the address vLLM binds (--host), or None: the port and the scheme live elsewhere."""
+    if not isinstance(host, str) or not host or re.search(r"[\s\x00]", host):
+        return "must be an address or host name without whitespace, got %r" % (host,)
+    if "/" in host:
+        return "must be an address or host name, not a URL or a path, got %r; the port goes in vllm_port" % (host,)
+    if ":" in host:
+        bare = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+        try:
+            ipaddress.IPv6Address(bare)
+        except ValueError:
+            return "%r looks like address:port; give the address here and the port in vllm_port" % (host,)
+        if bare != host:
+            return "write an IPv6 address without brackets (vLLM's --host takes %s), got %r" % (bare, host)
+    return None
+
+
+def _check_max_model_len(problems, where, value):
+    # vLLM takes a positive count, a human-readable one ("32k", "1.5M"), or -1 / "auto" to fit the GPUs.
+    if value is None or value == -1 or value == "auto":
+        return
+    if _is_int(value):
+        if value < 1:
+            problems.append("%s: vLLM requires a positive number of tokens (or -1 / 'auto' to fit the GPUs), got %r"
+                            % (where, value))
+        return
+    if isinstance(value, str) and MODEL_LENGTH.match(value.strip()) and float(value.strip()[:-1] or 0) > 0:
+        return
+    problems.append("%s: must be a positive number of tokens, written as an integer or as in '32k' or '1.5M' "
+                    "(or -1 / 'auto'), got %r" % (where, value))
 
 
 def _check_serve_arg_range(problems, where, key, value):
+    if key == "max_model_len":
+        _check_max_model_len(problems, where, value)
+        return
     if key not in _SERVE_ARG_RANGES or value is None:
         return
     integer, lowest, exclusive, highest = _SERVE_ARG_RANGES[key]
@@ -286,8 +325,9 @@ class _Settings:
         self.baseline = baseline
         self.baseline_valid = _check_name(problems, "vllm_baseline_variant", baseline, VARIANT_NAME)
         self.host = host
-        if not isinstance(host, str) or not host or re.search(r"[\s\x00]", host):
-            problems.append("vllm_host: must be an address or host name without whitespace, got %r" % (host,))
+        host_problem = _host_problem(host)
+        if host_problem:
+            problems.append("vllm_host: %s" % host_problem)
         self.port = port
         if not _is_port(port):
             problems.append("vllm_port: must be an integer from 1 to 65535, got %r" % (port,))

@@ -470,6 +470,30 @@ results:
           milliseconds.
       type: float
       sample: 4524.0
+    foreign_requests:
+      description:
+        - Requests the server finished during the level beyond those the benchmark sent, plus those still running
+          or waiting once the benchmark's own were done, from the server's C(vllm:request_success_total) and
+          C(vllm:num_requests_running) / C(vllm:num_requests_waiting) read before and after the level (each reading
+          taken once the server's queue is empty, or after 5 seconds). Above 0, the level did not measure the
+          server alone; M(llmops.vllm.trial_decision) calls it contaminated.
+        - V(null) when O(metrics_url) could not be read or exports none of these.
+      returned: always
+      type: int
+      sample: 0
+      version_added: 1.2.0
+    server_requests_before:
+      description: The server's own reading before the level, C(finished), C(running) and C(waiting); V(null) without one.
+      returned: always
+      type: dict
+      sample: {finished: 132, running: 0, waiting: 0}
+      version_added: 1.2.0
+    server_requests_after:
+      description: The same reading after the level.
+      returned: always
+      type: dict
+      sample: {finished: 260, running: 0, waiting: 0}
+      version_added: 1.2.0
     spec_decode_acceptance_rate:
       description: Accepted / drafted tokens over the level, in percent (as C(vllm bench serve) reports it).
       returned: when O(metrics_url) exports vLLM's speculative-decoding counters and tokens were drafted
@@ -569,10 +593,15 @@ results:
           type: float
 """
 
-import math
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.llmops.vllm.plugins.module_utils._benchmark_options import (
+    ARGUMENT_SPEC,
+    REQUIRED_BY,
+    level_number,
+    option_problems,
+)
 from ansible_collections.llmops.vllm.plugins.module_utils._load_generation import (
     BenchmarkAborted,
     run_benchmark,
@@ -580,71 +609,11 @@ from ansible_collections.llmops.vllm.plugins.module_utils._load_generation impor
 from ansible_collections.llmops.vllm.plugins.module_utils._tls import client_context
 
 
-def _option_problems(params):
-    problems = []
-    for name in ("num_prompts", "max_tokens", "repeats"):
-        if params[name] < 1:
-            problems.append("%s must be at least 1" % name)
-    if not params["concurrency"] or min(params["concurrency"]) < 1:
-        problems.append("concurrency must list at least one level, each at least 1")
-    if params["context_tokens"] is not None and params["context_tokens"] < 1:
-        problems.append("context_tokens must be at least 1")
-    if params["endpoint"] != "chat":
-        for name in ("chat_template_kwargs", "tools", "tool_choice"):
-            if params[name] is not None:
-                problems.append("%s needs endpoint: chat" % name)
-    if params["warmup_requests"] < 0:
-        problems.append("warmup_requests must not be negative")
-    for name in ("request_rate", "burstiness", "timeout"):
-        value = params[name]
-        if value is not None and not (0 < value < math.inf):
-            problems.append("%s must be a positive number" % name)
-    if params["temperature"] < 0:
-        problems.append("temperature must not be negative")
-    if params["base_url"].rstrip("/").endswith("/v1"):
-        problems.append("base_url is the server root: drop the trailing /v1")
-    if params["stop_when_slower"] is not None:
-        problems.extend(_stop_problems(params["stop_when_slower"]))
-    return problems
-
-
-def _stop_problems(stop):
-    problems = []
-    margin = stop["margin_pct"]
-    if not (0 <= margin < math.inf):
-        problems.append("stop_when_slower.margin_pct must be a finite number of at least 0")
-    for level, runs in stop["baseline_runs"].items():
-        where = "stop_when_slower.baseline_runs.%s" % level
-        if _level_number(level) is None:
-            problems.append("%s: the key must be a concurrency level (a positive integer)" % where)
-        if not isinstance(runs, (list, tuple)) or not all(_is_rate(value) for value in runs):
-            problems.append("%s must be a list of output throughputs (finite numbers of at least 0)" % where)
-    return problems
-
-
-def _level_number(key):
-    try:
-        number = int(key)
-    except (TypeError, ValueError):
-        return None
-    return number if number >= 1 and str(number) == str(key).strip() else None
-
-
-def _is_rate(value):
-    if isinstance(value, bool):
-        return False
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return False
-    return 0 <= number < math.inf
-
-
 def _stop_settings(stop):
     """stop_when_slower with its levels as integers (YAML and JSON give mapping keys as strings)."""
     if stop is None:
         return None
-    return dict(stop, baseline_runs={_level_number(level): [float(value) for value in runs]
+    return dict(stop, baseline_runs={level_number(level): [float(value) for value in runs]
                                      for level, runs in stop["baseline_runs"].items()})
 
 
@@ -663,41 +632,8 @@ def _stopped_early(results, levels):
 
 def main():
     module = AnsibleModule(
-        argument_spec=dict(
-            base_url=dict(type="str", required=True),
-            model=dict(type="str", required=True),
-            api_key=dict(type="str", no_log=True),
-            endpoint=dict(type="str", default="completions", choices=["completions", "chat"]),
-            prompt_set=dict(type="str", default="novel_reasoning"),
-            context_tokens=dict(type="int", no_log=False),
-            chat_template_kwargs=dict(type="dict"),
-            tools=dict(type="list", elements="dict"),
-            tool_choice=dict(type="str", choices=["auto", "none", "required"]),
-            num_prompts=dict(type="int", default=50),
-            concurrency=dict(type="list", elements="int", default=[1]),
-            request_rate=dict(type="float"),
-            burstiness=dict(type="float"),
-            max_tokens=dict(type="int", default=256, no_log=False),
-            temperature=dict(type="float", default=0.0),
-            ignore_eos=dict(type="bool", default=False),
-            warmup_requests=dict(type="int", default=1),
-            repeats=dict(type="int", default=1),
-            seed=dict(type="int", default=0),
-            timeout=dict(type="float", default=600),
-            metrics_url=dict(type="str"),
-            labels=dict(type="dict", default={}),
-            stop_when_slower=dict(
-                type="dict",
-                options=dict(
-                    baseline_runs=dict(type="dict", required=True),
-                    margin_pct=dict(type="float", default=8.0),
-                    keep_when=dict(type="str", default="not_slower", choices=["not_slower", "faster"]),
-                ),
-            ),
-            validate_certs=dict(type="bool", default=True),
-            ca_path=dict(type="path"),
-        ),
-        required_by=dict(burstiness="request_rate"),
+        argument_spec=ARGUMENT_SPEC,
+        required_by=REQUIRED_BY,
         supports_check_mode=True,
     )
     params = dict(module.params)
@@ -710,9 +646,9 @@ def main():
     result = dict(changed=False, labels=params["labels"], options=options, results=[])
 
     failure = None
-    problems = _option_problems(module.params)
+    problems = option_problems(module.params)
     if problems:
-        failure = "; ".join(problems)
+        failure = "; ".join("%s %s" % problem for problem in problems)
     elif module.check_mode:
         result["msg"] = "Check mode: no request was sent."
     else:

@@ -38,6 +38,15 @@ description:
     only when every workload keeps it. The first workload that rolls it back gives the outcome and the reason.
   - Runs on the controller and changes nothing.
 options:
+  accept_foreign_traffic:
+    description:
+      - A level whose server served requests that the benchmark did not send (its C(foreign_requests), from the
+        server's own counters) is contaminated; the two sides were not measured alike, and the trial rolls back
+        as V(inconclusive), the reason naming the side, the level and the count.
+      - V(true) decides on such levels all the same, and RV(foreign_traffic_accepted) says so.
+    type: bool
+    default: false
+    version_added: 1.2.0
   variant:
     description:
       - The variant's benchmark, as registered from M(llmops.vllm.openai_benchmark), or its list of results. A
@@ -343,6 +352,21 @@ identity:
   description: O(identity), as it was given; V(null) without one.
   returned: always
   type: str
+contaminated:
+  description:
+    - The levels whose server served requests that the benchmark did not send, the baseline's first, each with
+      C(side), C(max_concurrency), C(foreign_requests) and, for several workloads, C(workload).
+  returned: always
+  type: list
+  elements: dict
+  sample: [{side: baseline, max_concurrency: 4, foreign_requests: 37}]
+  version_added: 1.2.0
+foreign_traffic_accepted:
+  description: Whether contaminated levels were decided on all the same (O(accept_foreign_traffic)).
+  returned: always
+  type: bool
+  sample: false
+  version_added: 1.2.0
 stopped_early:
   description: Whether the variant's benchmark stopped early at a level, which rolls the variant back.
   returned: always

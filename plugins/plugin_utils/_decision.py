@@ -150,6 +150,25 @@ def check_slo(slo: t.Any, where: str = 'vllm_switch_slo') -> dict[str, t.Any]:
     return checked
 
 
+def check_decision_settings(keep_when: t.Any, margin_pct: t.Any, min_runs: t.Any, prefix: str = '') -> float:
+    """The rules of the keep rule, the margin and the minimum of runs; return the margin as a float.
+
+    keep_when is one of KEEP_WHEN, margin_pct a finite percent of at least 0 and below 100 (a
+    margin of 100% would keep a variant that serves nothing), and min_runs an integer of at least 1.
+    ``prefix`` is laid before each name (``vllm_switch_``), so that the message names the variable.
+    """
+    if keep_when not in KEEP_WHEN:
+        raise DecisionError(f'{prefix}keep_when must be one of {", ".join(KEEP_WHEN)}, got {keep_when!r}')
+    margin = _finite(margin_pct, f'{prefix}margin_pct')
+    if margin < 0:
+        raise DecisionError(f'{prefix}margin_pct must not be negative, got {margin_pct!r}')
+    if margin >= 100:
+        raise DecisionError(f'{prefix}margin_pct must be below 100 (a percent of the baseline), got {margin_pct!r}')
+    if isinstance(min_runs, bool) or not isinstance(min_runs, int) or min_runs < 1:
+        raise DecisionError(f'{prefix}min_runs must be a positive integer, got {min_runs!r}')
+    return margin
+
+
 def _positive(value: t.Any, where: str) -> float:
     number = _finite(value, where)
     if number <= 0:
@@ -243,20 +262,18 @@ def history_means(history: Iterable[Mapping[str, t.Any]]) -> dict[t.Any, dict[st
 
 def decide(variant: t.Any, baseline: t.Any, history: Iterable[Mapping[str, t.Any]] = (),
            keep_when: str = NOT_SLOWER, margin_pct: float = DEFAULT_MARGIN_PCT, min_runs: int = MIN_RUNS,
-           baseline_lifetime: str | None = None, slo: t.Any = None) -> dict[str, t.Any]:
+           baseline_lifetime: str | None = None, slo: t.Any = None,
+           accept_foreign_traffic: bool = False) -> dict[str, t.Any]:
     """Keep the variant or roll back, with the rule that decided and the figures behind it.
 
     variant and baseline are openai_benchmark results (or their lists of levels); history holds the
     baseline's earlier lifetimes (see history_means); baseline_lifetime names the lifetime this
     trial's baseline was measured in, so that it is not counted twice.
+    A level whose server served requests that the benchmark did not send
+    (``foreign_requests``, from the server's own counters) is contaminated: the two sides were not
+    measured alike, and the trial rolls back as inconclusive unless accept_foreign_traffic is set.
     """
-    if keep_when not in KEEP_WHEN:
-        raise DecisionError(f'keep_when must be one of {", ".join(KEEP_WHEN)}, got {keep_when!r}')
-    margin_pct = _finite(margin_pct, 'margin_pct')
-    if margin_pct < 0:
-        raise DecisionError(f'margin_pct must not be negative, got {margin_pct}')
-    if isinstance(min_runs, bool) or not isinstance(min_runs, int) or min_runs < 1:
-        raise DecisionError(f'min_runs must be a positive integer, got {min_runs!r}')
+    margin_pct = check_decision_settings(keep_when, margin_pct, min_runs)
     slo = check_slo(slo)
     try:
         variant_levels = benchmark_levels(variant, 'variant')
@@ -277,7 +294,11 @@ def decide(variant: t.Any, baseline: t.Any, history: Iterable[Mapping[str, t.Any
                                              by_baseline[level['max_concurrency']], slo)
     stops = _early_stops(levels, by_variant, by_baseline, keep_when, margin_pct)
     failed = {'variant': _failed(variant_levels), 'baseline': _failed(baseline_levels)}
-    decision = _overall(levels, failed, keep_when, margin_pct, min_runs, stops)
+    contaminated = contaminated_levels(by_variant, by_baseline, shared)
+    if contaminated and not accept_foreign_traffic:
+        decision = _contaminated_answer(contaminated)
+    else:
+        decision = _overall(levels, failed, keep_when, margin_pct, min_runs, stops)
     history_note = _history_note(levels)
     if not history_note['earlier_lifetimes'] and decision['outcome'] in (FASTER, NOT_SLOWER, SLOWER):
         # Said where the operator reads it: an interval without history may be too narrow.
@@ -293,8 +314,41 @@ def decide(variant: t.Any, baseline: t.Any, history: Iterable[Mapping[str, t.Any
         levels=levels,
         history=history_note,
         stopped_early=bool(stops),
+        contaminated=contaminated,
+        foreign_traffic_accepted=bool(accept_foreign_traffic and contaminated),
     )
     return decision
+
+
+def contaminated_levels(by_variant: Mapping[t.Any, Mapping[str, t.Any]], by_baseline: Mapping[t.Any, Mapping[str, t.Any]],
+                        shared: Iterable[t.Any]) -> list[dict[str, t.Any]]:
+    """The levels, baseline's first, whose server served requests the benchmark did not send.
+
+    A level without the server's counters (``foreign_requests`` null) cannot show contamination and
+    is not listed; the benchmark warns that it could not read them.
+    """
+    found = []
+    for key in shared:
+        for side, levels in (('baseline', by_baseline), ('variant', by_variant)):
+            count = levels[key].get('foreign_requests')
+            if isinstance(count, (int, float)) and not isinstance(count, bool) and count > 0:
+                found.append({'side': side, 'max_concurrency': key, 'foreign_requests': int(count)})
+    return found
+
+
+def _contaminated_answer(contaminated):
+    first = contaminated[0]
+    others = len(contaminated) - 1
+    return _answer(
+        ROLL_BACK, INCONCLUSIVE, 'contaminated: both sides are measured out of service, with no request but the '
+        "benchmark's",
+        'inconclusive: contaminated at concurrency %s: the %s\'s server served %d request%s that the benchmark did '
+        'not send%s, so the two sides were not measured alike'
+        % (first['max_concurrency'], first['side'], first['foreign_requests'],
+           '' if first['foreign_requests'] == 1 else 's',
+           '' if not others else ' (and %d more level%s)' % (others, '' if others == 1 else 's')),
+        'keep users off the node during the trial (vllm_switch_drain_hook_before, see docs/benchmarking.md), or '
+        'accept foreign traffic with vllm_switch_accept_foreign_traffic: true, then the trial again')
 
 
 def _early_stops(levels, by_variant, by_baseline, keep_when, margin_pct):
@@ -360,7 +414,8 @@ _ROLL_BACK_ORDER = {SLO_BREACHED: 0, SLOWER: 1, INCONCLUSIVE: 2, NOT_SLOWER: 3}
 def decide_workloads(variant: t.Any, baseline: t.Any, history: Iterable[Mapping[str, t.Any]] = (),
                      keep_when: str = NOT_SLOWER, margin_pct: float = DEFAULT_MARGIN_PCT, min_runs: int = MIN_RUNS,
                      baseline_lifetime: str | None = None, slo: t.Any = None,
-                     workload_slo: Mapping[str, t.Any] | None = None) -> dict[str, t.Any]:
+                     workload_slo: Mapping[str, t.Any] | None = None,
+                     accept_foreign_traffic: bool = False) -> dict[str, t.Any]:
     """decide() for every workload of a trial; the variant is kept only when every workload keeps it.
 
     variant and baseline are openai_benchmark results, one per workload (see workload_results);
@@ -385,7 +440,7 @@ def decide_workloads(variant: t.Any, baseline: t.Any, history: Iterable[Mapping[
         own_history = [item for item in history if (item.get('workload') or DEFAULT_WORKLOAD) == name]
         answers[name] = decide(result, baselines[name], history=own_history, keep_when=keep_when,
                                margin_pct=margin_pct, min_runs=min_runs, baseline_lifetime=baseline_lifetime,
-                               slo=own_slo)
+                               slo=own_slo, accept_foreign_traffic=accept_foreign_traffic)
     summaries = [{'name': name, 'decision': answer['decision'], 'outcome': answer['outcome'],
                   'reason': answer['reason'], 'delta_pct': answer['delta_pct'], 'slo': answer['slo']}
                  for name, answer in answers.items()]
@@ -404,6 +459,9 @@ def decide_workloads(variant: t.Any, baseline: t.Any, history: Iterable[Mapping[
         'history': min((answer['history'] for answer in answers.values()), key=lambda note: note['earlier_lifetimes']),
         'workloads': summaries,
         'stopped_early': any(answer['stopped_early'] for answer in answers.values()),
+        'contaminated': [dict(level, workload=name) for name, answer in answers.items()
+                         for level in answer['contaminated']],
+        'foreign_traffic_accepted': any(answer['foreign_traffic_accepted'] for answer in answers.values()),
     }
     # A shown failure names the trial's outcome before a workload that could not tell: an operator who reads
     # "inconclusive" would rerun a trial that another workload has already failed for certain.
@@ -586,8 +644,8 @@ def history_from_records(records: Iterable[t.Any], *, host: str, model: str, bas
                          unit_checksum: str | None, identity: str | None = None) -> list[dict[str, t.Any]]:
     """The baseline's earlier lifetimes from stored results_store records, as decide() takes them.
 
-    Only clean measurements of the same host, model, baseline variant and unit checksum count: a
-    changed unit is another server. A record names its lifetime with the ``lifetime`` label (the
+    Only clean measurements (no failed request, no foreign one) of the same host, model, baseline
+    variant and unit checksum count: a changed unit is another server. A record names its lifetime with the ``lifetime`` label (the
     unit's InvocationID); older records without one count as a lifetime per run.
     """
     history = []
@@ -600,7 +658,8 @@ def history_from_records(records: Iterable[t.Any], *, host: str, model: str, bas
         # counting by their unit alone.
         if identity is not None and record.trial_identity not in (None, identity):
             continue
-        if record.metrics.get('failed'):
+        # A level that served foreign requests says how busy the node was, not how fast the baseline is.
+        if record.metrics.get('failed') or (record.metrics.get('foreign_requests') or 0) > 0:
             continue
         value = record.metrics.get('output_throughput_mean', record.metrics.get('output_throughput'))
         if value is None:

@@ -58,6 +58,17 @@ CASES = [
     ("deploy-units.yml", {"vllm_user": "root"}, "vllm_user: must not be root"),
     ("deploy-units.yml", {"vllm_environment": {"HF_TOKEN": "hf_not_here"}},
      "vllm_environment.HF_TOKEN: looks like a secret"),
+    # The trial's own settings (llmops.vllm.trial_settings), each of which would otherwise fail on the node,
+    # at the decision, or never.
+    ("deploy-ngram.yml", {"vllm_switch_benchmark": {"concurrency": [4, 0]}},
+     "vllm_switch_benchmark.concurrency must list at least one level, each at least 1"),
+    ("deploy-ngram.yml", {"vllm_switch_min_runs": 0, "vllm_switch_drain_hook_before": {"command": ["lb", "drain"]}},
+     "vllm_switch_min_runs must be a positive integer, got 0; vllm_switch_drain_hook_before.command: unknown key"),
+    ("deploy-ngram.yml", {"vllm_secret_environment": {"VLLM_API_KEY": "hf_not_here\n"}},
+     "vllm_secret_environment.VLLM_API_KEY: the value begins or ends with whitespace or a newline"),
+    ("deploy-ngram.yml", {"vllm_host": "127.77.0.10:18000"}, "vllm_host: '127.77.0.10:18000' looks like address:port"),
+    ("deploy-ngram.yml", {"vllm_serve_args": dict(MOCK_VARS["vllm_serve_args"], max_model_len=0)},
+     "vllm_serve_args.max_model_len: vLLM requires a positive number of tokens"),
     # A search without a grid, and a grid with a key vLLM does not know: no point is declared or rendered.
     ("search-variants.yml", {}, "vllm_search_variant.method"),
     ("search-variants.yml", {"vllm_search_variant": {"method": "ngram"},
@@ -93,6 +104,15 @@ def test_good_input_goes_on_to_contact_the_node(tmp_path):
     completed = run(tmp_path, "deploy-ngram.yml", {})
 
     assert "UNREACHABLE" in completed.stdout, completed.stdout + completed.stderr
+
+
+def test_a_misspelt_variable_is_named_with_the_one_meant_and_the_run_goes_on(tmp_path):
+    completed = run(tmp_path, "deploy-ngram.yml", {"vllm_switch_marign_pct": 5})
+
+    output = completed.stdout + completed.stderr
+    assert ("vllm_switch_marign_pct: no role or playbook of llmops.vllm reads this variable; did you mean "
+            "vllm_switch_margin_pct?") in " ".join(output.split())
+    assert "UNREACHABLE" in completed.stdout, output
 
 
 SEARCH = {"vllm_search_variant": {"method": "ngram"}, "vllm_search_grid": {"num_speculative_tokens": [1, 2]}}

@@ -264,6 +264,15 @@ BAD_INPUTS = [
      "vllm_variants.ngram.serve_args.port: must be an integer from 1 to 65535"),
     ({"port": 0}, "vllm_port: must be an integer from 1 to 65535, got 0"),
     ({"host": "0.0.0.0 8001"}, "vllm_host: must be an address or host name without whitespace"),
+    ({"host": "127.77.0.10:18000"},
+     "vllm_host: '127.77.0.10:18000' looks like address:port; give the address here and the port in vllm_port"),
+    ({"host": "http://gpu-node-01"}, "vllm_host: must be an address or host name, not a URL or a path"),
+    ({"host": "[::1]"}, "vllm_host: write an IPv6 address without brackets (vLLM's --host takes ::1)"),
+    ({"serve_args": {"tensor_parallel_size": 8, "max_model_len": 0}},
+     "vllm_serve_args.max_model_len: vLLM requires a positive number of tokens (or -1 / 'auto' to fit the GPUs), got 0"),
+    ({"variants": with_variant("ngram", {"serve_args": {"max_model_len": "lots"}})},
+     "vllm_variants.ngram.serve_args.max_model_len: must be a positive number of tokens, written as an integer or as "
+     "in '32k' or '1.5M'"),
     ({"gpu_count": 0}, "vllm_gpu_count: must be an integer >= 1, got 0"),
     ({"baseline": "Base Line"}, "vllm_baseline_variant: 'Base Line' must match"),
     ({"venv": "/opt/my venv"}, "vllm_venv: must be an absolute path"),
@@ -436,3 +445,12 @@ def test_one_node_with_pipeline_parallel_inside_it_or_the_mp_backend_passes():
     assert resolve(serve_args=dict(SERVE_ARGS, tensor_parallel_size=4, pipeline_parallel_size=2,
                                    distributed_executor_backend="mp"),
                    variants={"ngram": {"speculative_config": NGRAM}})
+
+
+@pytest.mark.parametrize("host, max_model_len", [
+    ("::1", "32k"), ("0.0.0.0", -1), ("gpu-node-01.example", "auto"), ("127.77.0.10", 262144), ("fe80::1", "1.5M"),
+])
+def test_addresses_and_model_lengths_vllm_takes_are_accepted(host, max_model_len):
+    specs = resolve(host=host, serve_args={"tensor_parallel_size": 8, "max_model_len": max_model_len})
+
+    assert specs

@@ -306,3 +306,48 @@ def test_levels_before_the_stop_keep_all_their_runs():
     assert result["results"][1]["stopped_early"] is True
     assert result["stopped_early_reason"].startswith("at concurrency 2, stopped after run 2 of 3")
     assert result["stopped_early_reason"].endswith("; level 4 skipped")
+
+
+def counters(finished, running=0, waiting=0):
+    return (
+        'vllm:request_success_total{engine="0",finished_reason="stop",model_name="tiny"} %d.0\n'
+        'vllm:request_success_total{engine="0",finished_reason="length",model_name="tiny"} 3.0\n'
+        'vllm:num_requests_running{engine="0",model_name="tiny"} %d.0\n'
+        'vllm:num_requests_waiting{engine="0",model_name="tiny"} %d.0\n' % (finished, running, waiting)
+    )
+
+
+@pytest.mark.parametrize("pages, foreign", [
+    # The server finished exactly the benchmark's 2 requests of the level: nothing foreign.
+    ([counters(10), counters(12)], 0),
+    # 5 more finished than the benchmark sent, and one is still running when the level is over.
+    ([counters(10), counters(17, running=1)], 6),
+    # One foreign request waits in the queue when the level ends.
+    ([counters(10), counters(12, waiting=1)], 1),
+])
+def test_requests_the_benchmark_did_not_send_are_counted_from_the_servers_own_counters(pages, foreign):
+    with ScriptedServer(short_streams(1 + 2), metrics_pages=pages) as server:
+        result = run_module({"base_url": server.base_url, "model": "tiny", "num_prompts": 2})
+
+    level = result["results"][0]
+    assert level["foreign_requests"] == foreign
+    assert level["server_requests_before"] == {"finished": 13, "running": 0, "waiting": 0}
+    assert level["server_requests_after"]["finished"] == int(pages[1].split("} ")[1].split(".")[0]) + 3
+
+
+def test_without_the_servers_counters_foreign_requests_are_unknown():
+    with ScriptedServer(short_streams(1 + 2), metrics_pages=[SPEC_DECODE_BEFORE, SPEC_DECODE_AFTER]) as server:
+        result = run_module({"base_url": server.base_url, "model": "tiny", "num_prompts": 2})
+
+    assert result["results"][0]["foreign_requests"] is None
+
+
+def test_a_reading_waits_for_the_servers_queue_to_empty_so_a_late_count_is_not_called_foreign():
+    # The server counts the last request a moment after its stream ended: read at once, the level would look
+    # one request short now and the next level one request over.
+    pages = [counters(10), counters(11, running=1), counters(12)]
+    with ScriptedServer(short_streams(1 + 2), metrics_pages=pages) as server:
+        result = run_module({"base_url": server.base_url, "model": "tiny", "num_prompts": 2})
+
+    assert result["results"][0]["foreign_requests"] == 0
+    assert result["results"][0]["server_requests_after"] == {"finished": 15, "running": 0, "waiting": 0}

@@ -489,3 +489,57 @@ def test_a_stop_in_one_workload_is_said_for_the_trial():
     assert answer['stopped_early'] is True
     assert (answer['decision'], answer['outcome']) == ('roll_back', 'slower')
     assert answer['reason'].startswith('workload code: slower at concurrency 4: the benchmark stopped early')
+
+
+def test_a_level_whose_server_served_foreign_requests_rolls_back_as_contaminated_naming_it_and_the_count():
+    # Without the check this trial keeps the variant: the baseline's figures were lowered by foreign traffic.
+    variant = result(level(around(130.0, 1.0), foreign_requests=0))
+    baseline = result(level(around(100.0, 1.0), foreign_requests=37))
+
+    answer = decide(variant, baseline)
+    accepted = decide(variant, baseline, accept_foreign_traffic=True)
+
+    assert (answer['decision'], answer['outcome']) == ('roll_back', 'inconclusive')
+    assert answer['reason'].startswith("inconclusive: contaminated at concurrency 4: the baseline's server served 37 "
+                                       'requests that the benchmark did not send')
+    assert 'vllm_switch_accept_foreign_traffic' in answer['to_decide']
+    assert answer['contaminated'] == [{'side': 'baseline', 'max_concurrency': 4, 'foreign_requests': 37}]
+    assert answer['foreign_traffic_accepted'] is False
+    assert (accepted['decision'], accepted['outcome']) == ('keep', 'faster')
+    assert accepted['contaminated'] == answer['contaminated'] and accepted['foreign_traffic_accepted'] is True
+
+
+def test_clean_levels_and_levels_without_the_servers_counters_are_not_contaminated():
+    variant = result(level(around(130.0, 1.0), foreign_requests=None), level(around(130.0, 1.0), 8))
+    baseline = result(level(around(100.0, 1.0), foreign_requests=0), level(around(100.0, 1.0), 8))
+
+    answer = decide(variant, baseline)
+
+    assert answer['decision'] == 'keep' and answer['contaminated'] == [] and answer['foreign_traffic_accepted'] is False
+
+
+def test_every_workload_names_its_contaminated_levels():
+    variant = [dict(result(level(around(130.0, 1.0), foreign_requests=2)), labels={'workload': 'chat'}),
+               dict(result(level(around(130.0, 1.0))), labels={'workload': 'code'})]
+    baseline = [dict(result(level(around(100.0, 1.0))), labels={'workload': 'chat'}),
+                dict(result(level(around(100.0, 1.0))), labels={'workload': 'code'})]
+
+    answer = decide_workloads(variant, baseline)
+
+    assert (answer['decision'], answer['outcome']) == ('roll_back', 'inconclusive')
+    assert answer['reason'].startswith("workload chat: inconclusive: contaminated at concurrency 4: the variant's server "
+                                       'served 2 requests')
+    assert answer['contaminated'] == [{'side': 'variant', 'max_concurrency': 4, 'foreign_requests': 2, 'workload': 'chat'}]
+
+
+def test_a_contaminated_baseline_level_is_no_lifetime_of_the_history():
+    def record(foreign):
+        return BenchmarkRecord(recorded_at='2026-11-30T00:00:00Z', run_id='r1', host='node', model='m', variant='baseline',
+                               metrics={'max_concurrency': 4, 'output_throughput': 80.0, 'failed': 0,
+                                        'foreign_requests': foreign},
+                               labels={'lifetime': 'L%s' % foreign})
+
+    history = history_from_records([record(12), record(0), record(None)], host='node', model='m', baseline='baseline',
+                                   unit_checksum=None)
+
+    assert [item['lifetime'] for item in history] == ['L0', 'LNone']
