@@ -75,7 +75,7 @@ def trial_setting_problems(settings: Mapping[str, t.Any], check_replay_files: bo
 
 
 def _decision_problems(settings):
-    names = ('keep_when', 'margin_pct', 'min_runs')
+    names = ('keep_when', 'margin_pct', 'min_runs', 'slo')
     if not any('vllm_switch_' + name in settings for name in names):
         return []
     keep_when = settings.get('vllm_switch_keep_when', 'not_slower')

@@ -81,6 +81,12 @@ def test_each_bad_setting_is_named_with_its_rule(changes, expected):
     assert any(problem.startswith(expected) for problem in problems), problems
 
 
+def test_an_slo_set_alone_is_checked_too():
+    problems = trial_setting_problems({'vllm_switch_slo': {'p99_ttft_msx': 100}})
+
+    assert len(problems) == 1 and problems[0].startswith('vllm_switch_slo.p99_ttft_msx: unknown key')
+
+
 def test_a_disabled_benchmark_is_not_checked():
     assert problems_with(vllm_switch_benchmark={'concurrency': [0]}, vllm_switch_benchmark_enabled=False) == []
 
