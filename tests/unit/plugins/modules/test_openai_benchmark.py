@@ -317,22 +317,23 @@ def counters(finished, running=0, waiting=0):
     )
 
 
-@pytest.mark.parametrize("pages, foreign", [
+@pytest.mark.parametrize("after, finished_after, foreign", [
     # The server finished exactly the benchmark's 2 requests of the level: nothing foreign.
-    ([counters(10), counters(12)], 0),
+    (counters(12), 15, 0),
     # 5 more finished than the benchmark sent, and one is still running when the level is over.
-    ([counters(10), counters(17, running=1)], 6),
+    (counters(17, running=1), 20, 6),
     # One foreign request waits in the queue when the level ends.
-    ([counters(10), counters(12, waiting=1)], 1),
+    (counters(12, waiting=1), 15, 1),
 ])
-def test_requests_the_benchmark_did_not_send_are_counted_from_the_servers_own_counters(pages, foreign):
-    with ScriptedServer(short_streams(1 + 2), metrics_pages=pages) as server:
+def test_requests_the_benchmark_did_not_send_are_counted_from_the_servers_own_counters(after, finished_after, foreign):
+    with ScriptedServer(short_streams(1 + 2), metrics_pages=[counters(10), after]) as server:
         result = run_module({"base_url": server.base_url, "model": "tiny", "num_prompts": 2})
 
     level = result["results"][0]
     assert level["foreign_requests"] == foreign
+    # Every finish reason counts: 10 stopped and 3 cut at their length before the level.
     assert level["server_requests_before"] == {"finished": 13, "running": 0, "waiting": 0}
-    assert level["server_requests_after"]["finished"] == int(pages[1].split("} ")[1].split(".")[0]) + 3
+    assert level["server_requests_after"]["finished"] == finished_after
 
 
 def test_without_the_servers_counters_foreign_requests_are_unknown():
