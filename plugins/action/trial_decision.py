@@ -10,40 +10,16 @@ import sqlite3
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
+from ansible_collections.llmops.vllm.plugins.modules.trial_decision import DOCUMENTATION
+from ansible_collections.llmops.vllm.plugins.plugin_utils._callback_settings import callback_setting
 from ansible_collections.llmops.vllm.plugins.plugin_utils._decision import (
-    DEFAULT_MARGIN_PCT,
-    KEEP_WHEN,
-    MIN_RUNS,
-    NOT_SLOWER,
     DecisionError,
     decide_workloads,
     history_from_records,
+    kv_cache_room,
 )
-from ansible_collections.llmops.vllm.plugins.plugin_utils._callback_settings import callback_setting
+from ansible_collections.llmops.vllm.plugins.plugin_utils._documented_options import documented_argument_spec
 from ansible_collections.llmops.vllm.plugins.plugin_utils._results_store import ResultsStore, ResultsStoreError
-
-_ARGUMENT_SPEC = {
-    'variant': {'type': 'raw', 'required': True},
-    'baseline': {'type': 'raw', 'required': True},
-    'variant_name': {'type': 'str', 'required': True},
-    'baseline_name': {'type': 'str', 'default': 'baseline'},
-    'model': {'type': 'str', 'required': True},
-    'host': {'type': 'str'},
-    'unit_checksum': {'type': 'str'},
-    'baseline_unit_checksum': {'type': 'str'},
-    'identity': {'type': 'str'},
-    'baseline_identity': {'type': 'str'},
-    'baseline_lifetime': {'type': 'str'},
-    'keep_when': {'type': 'str', 'default': NOT_SLOWER, 'choices': list(KEEP_WHEN)},
-    'margin_pct': {'type': 'float', 'default': DEFAULT_MARGIN_PCT},
-    'min_runs': {'type': 'int', 'default': MIN_RUNS},
-    'database': {'type': 'path'},
-    'history': {'type': 'bool', 'default': True},
-    'slo': {'type': 'dict'},
-    'workload_slo': {'type': 'dict', 'default': {}},
-    'accept_foreign_traffic': {'type': 'bool', 'default': False},
-}
-
 
 class ActionModule(ActionBase):
     """Decide on the controller, where the callback keeps the baseline's history."""
@@ -55,7 +31,7 @@ class ActionModule(ActionBase):
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
         del tmp
-        dummy, args = self.validate_argument_spec(argument_spec=_ARGUMENT_SPEC)
+        dummy, args = self.validate_argument_spec(argument_spec=documented_argument_spec(DOCUMENTATION))
         host = args['host'] or (task_vars or {}).get('inventory_hostname')
         history = []
         database = None
@@ -68,9 +44,13 @@ class ActionModule(ActionBase):
                                       baseline_lifetime=args['baseline_lifetime'], slo=args['slo'],
                                       workload_slo=args['workload_slo'],
                                       accept_foreign_traffic=args['accept_foreign_traffic'])
+            answer['kv_cache'] = kv_cache_room(args['variant'], args['starts'], args['variant_name'],
+                                               args['baseline_name'])
         except DecisionError as error:
             raise AnsibleActionFail(f'trial_decision: {error}') from error
         result.update(answer)
+        if answer['kv_cache']['short']:
+            result['warnings'] = ['KV cache short: %s' % short for short in answer['kv_cache']['short']]
         result.update(changed=False, host=host, model=args['model'], variant=args['variant_name'],
                       baseline=args['baseline_name'], unit_checksum=args['unit_checksum'], identity=args['identity'],
                       history_database=database)

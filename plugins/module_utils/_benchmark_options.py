@@ -28,7 +28,14 @@ ARGUMENT_SPEC = dict(
     request_rate=dict(type="float"),
     burstiness=dict(type="float"),
     max_tokens=dict(type="int", default=256, no_log=False),
-    temperature=dict(type="float", default=0.0),
+    temperature=dict(type="float"),
+    top_p=dict(type="float"),
+    top_k=dict(type="int"),
+    min_p=dict(type="float"),
+    presence_penalty=dict(type="float"),
+    frequency_penalty=dict(type="float"),
+    repetition_penalty=dict(type="float"),
+    sampling_seed=dict(type="int"),
     ignore_eos=dict(type="bool", default=False),
     warmup_requests=dict(type="int", default=1),
     repeats=dict(type="int", default=1),
@@ -49,6 +56,24 @@ ARGUMENT_SPEC = dict(
 )
 
 REQUIRED_BY = dict(burstiness="request_rate")
+
+# The sampling parameters a request may carry, in the names vLLM's OpenAI server reads. A request
+# that names none of them is sampled with the model's generation_config.json defaults.
+SAMPLING_PARAMETERS = (
+    "temperature", "top_p", "top_k", "min_p", "presence_penalty", "frequency_penalty", "repetition_penalty",
+)
+
+# (lowest, highest, whether the lowest is allowed, the rule as a user reads it), as vLLM's
+# SamplingParams checks them, so that a value vLLM would refuse with HTTP 400 on every request of
+# the trial is refused before the trial starts.
+_SAMPLING_RANGES = dict(
+    temperature=(0.0, math.inf, True, "must be a finite number of at least 0 (0 is greedy)"),
+    top_p=(0.0, 1.0, False, "must be greater than 0 and at most 1"),
+    min_p=(0.0, 1.0, True, "must be between 0 and 1"),
+    presence_penalty=(-2.0, 2.0, True, "must be between -2 and 2"),
+    frequency_penalty=(-2.0, 2.0, True, "must be between -2 and 2"),
+    repetition_penalty=(0.0, math.inf, False, "must be a finite number greater than 0 (1 is none)"),
+)
 
 
 def option_problems(params):
@@ -74,14 +99,37 @@ def option_problems(params):
         value = params[name]
         if value is not None and not (0 < value < math.inf):
             problems.append((name, "must be a positive number"))
-    if params["temperature"] < 0:
-        problems.append(("temperature", "must not be negative"))
-    elif not params["temperature"] < math.inf:
-        problems.append(("temperature", "must be a finite number"))
+    problems.extend(sampling_problems(params, seed_key="sampling_seed"))
     if params["base_url"].rstrip("/").endswith("/v1"):
         problems.append(("base_url", "is the server root: drop the trailing /v1"))
     if params["stop_when_slower"] is not None:
         problems.extend(_stop_problems(params["stop_when_slower"]))
+    return problems
+
+
+def sampling_problems(sampling, where="", seed_key="seed"):
+    """What vLLM would refuse in a mapping of sampling parameters (unset ones are skipped).
+
+    ``where`` is put before each parameter's name, for a replay file's line; ``seed_key`` names
+    the per-request seed (a replayed request's ``seed``, the module's ``sampling_seed``).
+    """
+    problems = []
+    for name, (lowest, highest, lowest_allowed, rule) in _SAMPLING_RANGES.items():
+        value = sampling.get(name)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            problems.append((where + name, rule))
+            continue
+        above_lowest = value >= lowest if lowest_allowed else value > lowest
+        if not (above_lowest and value <= highest and value < math.inf):
+            problems.append((where + name, rule))
+    top_k = sampling.get("top_k")
+    if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < -1):
+        problems.append((where + "top_k", "must be a whole number: -1 or 0 for no limit, else at least 1"))
+    seed = sampling.get(seed_key)
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+        problems.append((where + seed_key, "must be a whole number"))
     return problems
 
 

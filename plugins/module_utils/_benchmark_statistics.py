@@ -163,6 +163,24 @@ def run_output_throughput(run):
     return sum(outcome.output_tokens for outcome in run.outcomes if outcome.success) / run.duration
 
 
+def finish_reasons(succeeded):
+    """How the answers ended: a count per ``finish_reason``, and the share cut off at ``max_tokens``.
+
+    An answer that stopped at ``max_tokens`` (``length``) was cut short: a thinking model cut off
+    mid-thought measures a different answer from the one its users get. A server that sends no
+    finish reason leaves the share unknown (None).
+    """
+    counts = {}
+    for outcome in succeeded:
+        reason = outcome.finish_reason or "unknown"
+        counts[reason] = counts.get(reason, 0) + 1
+    known = len(succeeded) - counts.get("unknown", 0)
+    return {
+        "finish_reasons": counts,
+        "max_tokens_share": counts.get("length", 0) / float(known) if known else None,
+    }
+
+
 def summarize_level(max_concurrency, runs):
     """One result for a concurrency level, pooling the requests of all its repeats.
 
@@ -190,6 +208,8 @@ def summarize_level(max_concurrency, runs):
         "completed": len(succeeded),
         "failed": len(outcomes) - len(succeeded),
         "total_input_tokens": input_tokens,
+        # The longest prompt sets, with max_tokens, the most context one request can hold in the KV cache.
+        "max_input_tokens": max((outcome.prompt_tokens for outcome in succeeded), default=0),
         "total_output_tokens": output_tokens,
         "request_throughput": len(succeeded) / duration,
         "output_throughput": output_tokens / duration,
@@ -198,6 +218,7 @@ def summarize_level(max_concurrency, runs):
     for name in LATENCY_METRICS:
         result.update(distribution_ms(name, timings[name]))
     result["errors"] = summarize_errors(outcomes)
+    result.update(finish_reasons(succeeded))
     if len(runs) > 1:
         per_repeat = [run_output_throughput(run) for run in runs]
         mean, half_width = mean_ci95(per_repeat)

@@ -14,7 +14,7 @@ import urllib.error
 import urllib.request
 
 from ansible_collections.llmops.vllm.plugins.module_utils._deadline import Backoff, Deadline, StaleToken, read_boot_id
-from ansible_collections.llmops.vllm.plugins.module_utils._start_phases import start_phases, start_summary
+from ansible_collections.llmops.vllm.plugins.module_utils._start_phases import kv_cache_capacity, start_phases, start_summary
 from ansible_collections.llmops.vllm.plugins.module_utils._systemd_unit import (
     JournalReadError,
     engine_died,
@@ -356,6 +356,7 @@ class ReadinessWait:
         phases = start_phases(entries, started, ready_at, smoke_test=self.smoke_test)
         result["start_phases"] = phases
         result["start_summary"] = start_summary(phases)
+        result["kv_cache"] = kv_cache_capacity(entries, started, ready_at)
 
     def _record(self, seen):
         for stage in seen.reached:

@@ -21,6 +21,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from urllib.parse import urlsplit
 
+from ansible_collections.llmops.vllm.plugins.module_utils._benchmark_options import SAMPLING_PARAMETERS
 from ansible_collections.llmops.vllm.plugins.module_utils._benchmark_statistics import (
     run_output_throughput,
     summarize_errors,
@@ -47,6 +48,8 @@ ENDPOINT_PATHS = {
 # so these byte patterns cannot be fooled by generated text, which arrives with its quotes escaped.
 _NONEMPTY_CHOICES = re.compile(rb'"choices"\s*:\s*\[\s*[^\s\]]')
 _USAGE_OBJECT = re.compile(rb'"usage"\s*:\s*\{')
+# Every chunk carries "finish_reason": null but the last of a choice; only that one is a string.
+_FINISH_REASON = re.compile(rb'"finish_reason"\s*:\s*"([^"]*)"')
 
 _READ_SIZE = 65536
 _ERROR_BODY_LIMIT = 65536
@@ -81,6 +84,7 @@ class RequestOutcome:
         "prompt_tokens",
         "error_kind",
         "error_message",
+        "finish_reason",
     )
 
     def __init__(self):
@@ -92,6 +96,7 @@ class RequestOutcome:
         self.prompt_tokens = 0
         self.error_kind = None
         self.error_message = None
+        self.finish_reason = None
 
     def fail(self, kind, message):
         self.success = False
@@ -137,19 +142,29 @@ class OpenAITarget:
         return _http_connection(self.url, self.timeout, self.ssl_context)[0]
 
 
-def request_body(endpoint, model, request, options):
+def request_body(endpoint, model, request, options, index=0):
     """The JSON body of one streamed request, with usage requested so token counts are exact.
 
-    ``request`` is a prompt-set request (``prompt`` or ``messages``, optional ``tools`` and
-    ``max_tokens``); ``options`` are the module's. A request's own output length is capped by
-    ``max_tokens``.
+    ``request`` is a prompt-set request (``prompt`` or ``messages``, optional ``tools``,
+    ``max_tokens`` and captured ``sampling``); ``options`` are the module's; ``index`` is the
+    request's place in the benchmark. A request's own output length is capped by ``max_tokens``.
+
+    Sampling: what a replayed request captured, else the module's options; a parameter neither
+    names is left out, so vLLM samples it with the model's generation_config.json default, as it
+    does for clients that name none. With ``sampling_seed`` request ``index`` gets that seed plus
+    ``index``: both sides of a trial then draw with the same seed for the same prompt.
     """
     body = {
         "model": model,
-        "temperature": options["temperature"],
         "stream": True,
         "stream_options": {"include_usage": True},
     }
+    for name in SAMPLING_PARAMETERS:
+        if options.get(name) is not None:
+            body[name] = options[name]
+    if options.get("sampling_seed") is not None:
+        body["seed"] = options["sampling_seed"] + index
+    body.update(request.get("sampling") or {})
     max_tokens = min(request.get("max_tokens") or options["max_tokens"], options["max_tokens"])
     if endpoint == "chat":
         body["messages"] = request.get("messages") or [{"role": "user", "content": request["prompt"]}]
@@ -297,6 +312,7 @@ class _StreamingSession:
         itl = outcome.itl
         nonempty_choices = _NONEMPTY_CHOICES.search
         usage_object = _USAGE_OBJECT.search
+        finish_reason = _FINISH_REASON.search
         last_token_at = None
         token_chunks = 0
         usage = None
@@ -343,6 +359,11 @@ class _StreamingSession:
                         itl.append(arrived - last_token_at)
                     last_token_at = arrived
                     token_chunks += 1
+                # vLLM writes compact JSON, so the common chunk is skipped without a regex search.
+                if b'"finish_reason"' in payload and b'"finish_reason":null' not in payload:
+                    reason = finish_reason(payload)
+                    if reason is not None:
+                        outcome.finish_reason = reason.group(1).decode("utf-8", "replace")
         # The body was read past http.client; closing the response lets the connection serve the next one.
         response.close()
         if not done:
@@ -511,7 +532,8 @@ def run_benchmark(options):
         options["seed"],
         options.get("context_tokens"),
     )
-    bodies = [request_body(options["endpoint"], options["model"], request, options) for request in requests]
+    bodies = [request_body(options["endpoint"], options["model"], request, options, index)
+              for index, request in enumerate(requests)]
     if warmup_count:
         warmup = run_load(target, bodies[:warmup_count], max(levels), [0.0] * warmup_count)
         if not any(outcome.success for outcome in warmup.outcomes):

@@ -6,20 +6,27 @@
 
 - JSONL, one request per line: ``{"prompt": str}`` for /v1/completions, or the body of a chat
   request, ``{"messages": [...]}`` with optional ``tools`` and ``max_tokens`` (or
-  ``max_completion_tokens``), as an OpenAI-style client sent it.
+  ``max_completion_tokens``), as an OpenAI-style client sent it. The sampling it names
+  (``temperature``, ``top_p``, ``top_k``, ``min_p``, the penalties, ``seed``) is kept, so that it
+  is replayed as it was served.
 - ShareGPT-style JSON: a list of ``{"conversations": [{"from": "system"|"human"|"gpt", "value": str}]}``.
   Each conversation is replayed up to its last human turn, with every earlier turn as history; the
   answer recorded after that turn sets the request's output length (about 4 characters a token, as
   there is no tokenizer on the client).
 
-A request is a dict with ``prompt`` (a string) or ``messages`` (a list), and optionally ``tools``
-and ``max_tokens``. Errors name the file, the line or entry, and the rule.
+A request is a dict with ``prompt`` (a string) or ``messages`` (a list), and optionally ``tools``,
+``max_tokens`` and ``sampling`` (a dict of the captured sampling parameters). Errors name the file, the line or entry, and the rule.
 """
 
 from __future__ import annotations
 
 import json
 import math
+
+from ansible_collections.llmops.vllm.plugins.module_utils._benchmark_options import (
+    SAMPLING_PARAMETERS,
+    sampling_problems,
+)
 
 CHARACTERS_PER_TOKEN = 4
 
@@ -92,6 +99,12 @@ def _jsonl_request(where, record):
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
             raise ReplayFileError("%s: max_tokens must be a positive integer, got %r" % (where, limit))
         request["max_tokens"] = limit
+    sampling = dict((name, record[name]) for name in SAMPLING_PARAMETERS + ("seed",) if record.get(name) is not None)
+    problems = sampling_problems(sampling, where="%s: " % where)
+    if problems:
+        raise ReplayFileError("; ".join("%s %s" % problem for problem in problems))
+    if sampling:
+        request["sampling"] = sampling
     return request
 
 

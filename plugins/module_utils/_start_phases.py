@@ -123,6 +123,36 @@ def start_phases(entries, started_monotonic_s, first_completion_monotonic_s=None
     return phases
 
 
+# kv_cache_utils.py "GPU KV cache size: 100,752 tokens, Maximum concurrency for 262,144 tokens per request:
+# 0.38x" (the CPU worker says "CPU", a hybrid pool "GPU + host"; older engines wrote the two on separate lines).
+_KV_CACHE_SIZE = re.compile(r"KV cache size: ([\d,]+) tokens")
+_KV_CACHE_CONCURRENCY = re.compile(r"Maximum concurrency for ([\d,]+) tokens per request: ([\d.]+)x")
+
+
+def kv_cache_capacity(entries, started_monotonic_s, end_monotonic_s=None):
+    """The KV cache a start allocated, as its engine logged it, or None when the journal does not say.
+
+    Returns {tokens, max_model_len, max_concurrency}: how many tokens of context the cache holds in
+    all, and how many requests of max_model_len tokens fit at once (either of the last two None
+    when not logged). The last such lines of this start count (a restarted engine logs anew).
+    """
+    started = float(started_monotonic_s)
+    capacity = None
+    for monotonic_s, message in entries:
+        if monotonic_s is None or monotonic_s < started - START_SLACK_S:
+            continue
+        if end_monotonic_s is not None and monotonic_s > float(end_monotonic_s):
+            continue
+        size = _KV_CACHE_SIZE.search(message)
+        if size:
+            capacity = {"tokens": int(size.group(1).replace(",", "")), "max_model_len": None, "max_concurrency": None}
+        concurrency = _KV_CACHE_CONCURRENCY.search(message)
+        if concurrency and capacity is not None:
+            capacity["max_model_len"] = int(concurrency.group(1).replace(",", ""))
+            capacity["max_concurrency"] = float(concurrency.group(2))
+    return capacity
+
+
 def start_summary(phases):
     """One line: 'first completion after 20.1 s: interpreter and API start-up 11.2 s, weights load 6.0 s, ...'."""
     if not phases:

@@ -71,7 +71,8 @@ options:
         three OpenAI-style tool definitions, the path a server started with a tool-call parser takes.
       - Built-in prompts stay under about 1200 characters, so they fit small test models; see O(context_tokens).
       - Replay files are JSONL, one request per line, each an object with a string C(prompt), or an OpenAI-style
-        chat request with a list C(messages) and optional C(tools) and C(max_tokens) (or C(max_completion_tokens));
+        chat request with a list C(messages) and optional C(tools) and C(max_tokens) (or C(max_completion_tokens)),
+        each line's sampling (C(temperature), C(top_p), C(top_k), C(min_p), the penalties, C(seed)) kept as captured;
         or ShareGPT-style JSON, a list of objects whose C(conversations) list turns with C(from) (V(system),
         V(human), V(gpt)) and C(value). A conversation is replayed with its history up to its last human turn, and
         the recorded answer after that turn sets its output length. Requests with C(messages) need
@@ -135,9 +136,49 @@ options:
     default: 256
   temperature:
     description:
-      - Sampling temperature; V(0) is greedy, which makes runs repeatable.
+      - Sampling temperature; V(0) is greedy.
+      - Unset, as every sampling option, it is left out of the requests, so vLLM samples with the model's own
+        C(generation_config.json) defaults, as it does for clients that name none. A trial should sample as the
+        node's traffic does; speculative decoding's acceptance falls as the temperature rises.
+      - A replayed request keeps the sampling it was captured with; these options fill in what it left out.
     type: float
-    default: 0.0
+  top_p:
+    description:
+      - Nucleus sampling, greater than V(0) and at most V(1). Unset leaves the model's default.
+    type: float
+    version_added: 1.2.0
+  top_k:
+    description:
+      - Sample from this many most likely tokens; V(-1) or V(0) for no limit. Unset leaves the model's default.
+    type: int
+    version_added: 1.2.0
+  min_p:
+    description:
+      - Smallest probability, relative to the most likely token's, that a token needs to be sampled; V(0) to V(1).
+    type: float
+    version_added: 1.2.0
+  presence_penalty:
+    description:
+      - OpenAI's presence penalty, V(-2) to V(2).
+    type: float
+    version_added: 1.2.0
+  frequency_penalty:
+    description:
+      - OpenAI's frequency penalty, V(-2) to V(2).
+    type: float
+    version_added: 1.2.0
+  repetition_penalty:
+    description:
+      - vLLM's repetition penalty, greater than V(0); V(1) is none.
+    type: float
+    version_added: 1.2.0
+  sampling_seed:
+    description:
+      - Seeds the server's sampling. Request number N (counting the warm-up) is sent with O(sampling_seed) plus N,
+        so that both sides of a trial sample the same prompt with the same seed.
+      - Unset sends no seed. O(seed) seeds the prompts, not the sampling.
+    type: int
+    version_added: 1.2.0
   ignore_eos:
     description:
       - Ask vLLM to keep generating past the end-of-sequence token, so every request produces O(max_tokens) tokens.
@@ -359,10 +400,28 @@ results:
       description: Failed requests by error kind, each with C(count) and C(first_message). Empty when none failed.
       type: dict
       sample: {"http_500": {"count": 2, "first_message": "HTTP 500 Internal Server Error: engine dead"}}
+    finish_reasons:
+      description: How many completed answers ended with each C(finish_reason) (V(unknown) when the server sent none).
+      type: dict
+      version_added: 1.2.0
+      sample: {"stop": 61, "length": 3}
+    max_tokens_share:
+      description:
+        - Share of the completed answers that stopped at O(max_tokens) (C(finish_reason) V(length)), from 0 to 1.
+        - A high share means the answers were cut short, thinking included, and the trial measured shorter answers
+          than the node serves. V(null) when the server sent no finish reason.
+      type: float
+      version_added: 1.2.0
+      sample: 0.047
     total_input_tokens:
       description: Prompt tokens of the completed requests, from the server's C(usage).
       type: int
       sample: 7410
+    max_input_tokens:
+      description: The longest prompt of the completed requests in tokens, from the server's C(usage); V(0) when none completed.
+      type: int
+      sample: 412
+      version_added: 1.2.0
     total_output_tokens:
       description: Output tokens of the completed requests, from the server's C(usage).
       type: int

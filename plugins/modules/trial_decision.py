@@ -130,6 +130,17 @@ options:
       - SLOs of single workloads by workload name, each of the shape of O(slo) and laid over it key by key.
     type: dict
     default: {}
+  starts:
+    description:
+      - The starts of this trial, each a dict with C(variant) (the variant's name) and C(kv_cache), the
+        RV(llmops.vllm.wait_for_openai_endpoint#module:kv_cache) of that start; the M(llmops.vllm.vllm_switch)
+        role passes those it waited through.
+      - The last start of O(variant_name) that logged its KV cache is compared with what its workloads needed
+        (RV(kv_cache)); a shortfall is flagged with a warning, and does not change the decision.
+    type: list
+    elements: dict
+    default: []
+    version_added: 1.2.0
 attributes:
   check_mode:
     support: full
@@ -305,6 +316,16 @@ levels:
       description: The variant's mean tokens gained per draft (1 + accepted / drafts); V(null) when not measured.
       type: float
       version_added: 1.1.0
+    variant_max_tokens_share:
+      description:
+        - Share of the variant's answers at this level that stopped at C(max_tokens), from 0 to 1; V(null) when its
+          benchmark did not report finish reasons.
+      type: float
+      version_added: 1.2.0
+    baseline_max_tokens_share:
+      description: As RV(levels[].variant_max_tokens_share), for the baseline.
+      type: float
+      version_added: 1.2.0
     stopped_early:
       description: Whether the variant's benchmark stopped early at this level; its runs are judged whatever O(min_runs) says.
       type: bool
@@ -367,6 +388,36 @@ foreign_traffic_accepted:
   type: bool
   sample: false
   version_added: 1.2.0
+kv_cache:
+  description:
+    - Whether the variant's KV cache held what its workloads needed. A level needs its concurrency times its longest
+      prompt plus the workload's C(max_tokens); with less, vLLM preempts requests and recomputes them, and a
+      variant with a smaller cache (a longer C(max_model_len), a draft model's weights) serves its longest
+      requests worse than the trial's figures show.
+  returned: always
+  type: dict
+  version_added: 1.2.0
+  contains:
+    variant_tokens:
+      description: Tokens the variant's KV cache holds, from its last start in O(starts); V(null) when unknown.
+      type: int
+    baseline_tokens:
+      description: The same for the baseline, when this trial started it; V(null) otherwise.
+      type: int
+    needs:
+      description: Per workload and level, C(workload), C(max_concurrency), C(prompt_tokens), C(max_tokens) and C(tokens) needed.
+      type: list
+      elements: dict
+    short:
+      description: The levels whose need exceeds the variant's cache, in words; empty when it holds them or is unknown.
+      type: list
+      elements: str
+  sample:
+    variant_tokens: 100752
+    baseline_tokens: 301056
+    needs: [{workload: code_editing_thinking, max_concurrency: 8, prompt_tokens: 412, max_tokens: 16384, tokens: 134368}]
+    short: ["workload code_editing_thinking at concurrency 8 needs up to 8 x (412 + 16,384) = 134,368 tokens of KV cache;
+      eagle3's holds 100,752"]
 stopped_early:
   description: Whether the variant's benchmark stopped early at a level, which rolls the variant back.
   returned: always

@@ -334,6 +334,25 @@ start_summary:
   version_added: 1.1.0
   sample: "first completion after 28m07s: interpreter and API start-up 38.5 s, weights load 25m23s, torch.compile 76.0 s,
     KV-cache profiling 5.1 s, CUDA-graph capture 34.6 s, warm-up 2.9 s, API start 4.8 s, first completion 2.3 s"
+kv_cache:
+  description:
+    - The KV cache this start allocated, from the engine's C(KV cache size) log line; V(null) when the journal
+      has none.
+    - What the trial compares with the context its workloads need at their concurrency.
+  returned: when RV(start_phases) is returned
+  type: dict
+  version_added: 1.2.0
+  contains:
+    tokens:
+      description: Tokens of context the KV cache holds, all requests together.
+      type: int
+    max_model_len:
+      description: The context length that vLLM sized RV(kv_cache.max_concurrency) for; V(null) when not logged.
+      type: int
+    max_concurrency:
+      description: How many requests of RV(kv_cache.max_model_len) tokens fit in the cache at once; V(null) when not logged.
+      type: float
+  sample: {"tokens": 100752, "max_model_len": 262144, "max_concurrency": 0.38}
 resume:
   description: Token to pass as O(resume) to continue this wait in the next call.
   returned: always

@@ -83,7 +83,7 @@ MIN_RUNS = 3
 # What of a decision is the decision itself: stored, written to JSON and kept in the node's record.
 DECISION_KEYS = ('decision', 'outcome', 'rule', 'reason', 'to_decide', 'keep_when', 'margin_pct', 'min_runs',
                  'delta_pct', 'failed_requests', 'slo', 'levels', 'history', 'workloads', 'baseline', 'unit_checksum',
-                 'identity', 'stopped_early')
+                 'identity', 'stopped_early', 'contaminated', 'foreign_traffic_accepted', 'kv_cache')
 
 
 class DecisionError(ComparisonError):
@@ -383,6 +383,53 @@ def _same_requests(history, by_baseline):
     return kept
 
 
+def kv_cache_room(variant: t.Any, starts: Iterable[Mapping[str, t.Any]], variant_name: str,
+                  baseline_name: str) -> dict[str, t.Any]:
+    """Whether the variant's KV cache holds what its workloads asked of it at their concurrency.
+
+    A level needs max_concurrency x (its longest prompt + the workload's max_tokens) tokens of KV
+    cache for every request to keep its context at once; with less, vLLM preempts and recomputes, and
+    a trial that measured fewer or shorter requests than the node serves would not show it. starts
+    are the trial's starts (the switch role's records: variant, kv_cache as
+    wait_for_openai_endpoint read it); each side's capacity is that of its last start that logged one.
+    Returns {variant_tokens, baseline_tokens, needs: [{workload, max_concurrency, tokens}], short:
+    [sentences]}; ``short`` is empty when the cache holds every level's need or its size is unknown.
+    """
+    capacity = {}
+    for start in starts or ():
+        cache = start.get('kv_cache') if isinstance(start, Mapping) else None
+        if isinstance(cache, Mapping) and isinstance(cache.get('tokens'), int):
+            capacity[start.get('variant')] = cache['tokens']
+    try:
+        results = workload_results(variant, 'variant')
+    except WorkloadError as error:
+        raise DecisionError(str(error)) from None
+    needs = []
+    for name, result in results.items():
+        max_tokens = (result.get('options') or {}).get('max_tokens')
+        for level in benchmark_levels(result, 'variant'):
+            prompt = level.get('max_input_tokens')
+            concurrency = level.get('max_concurrency')
+            if not isinstance(max_tokens, int) or not isinstance(prompt, int) or not isinstance(concurrency, int):
+                continue
+            needs.append({'workload': name, 'max_concurrency': concurrency, 'prompt_tokens': prompt,
+                          'max_tokens': max_tokens, 'tokens': concurrency * (prompt + max_tokens)})
+    held = capacity.get(variant_name)
+    short = []
+    if held is not None:
+        for need in needs:
+            if need['tokens'] > held:
+                short.append('workload %s at concurrency %d needs up to %d x (%s + %s) = %s tokens of KV cache; '
+                             "%s's holds %s" % (need['workload'], need['max_concurrency'], need['max_concurrency'],
+                                                _thousands(need['prompt_tokens']), _thousands(need['max_tokens']),
+                                                _thousands(need['tokens']), variant_name, _thousands(held)))
+    return {'variant_tokens': held, 'baseline_tokens': capacity.get(baseline_name), 'needs': needs, 'short': short}
+
+
+def _thousands(number):
+    return '{:,}'.format(number)
+
+
 def merged_slo(general: t.Any, own: t.Any, where: str) -> dict[str, t.Any]:
     """A workload's SLO laid over the trial's: its keys replace the general ones, level by level and metric by metric."""
     merged = check_slo(general)
@@ -525,6 +572,9 @@ def _level(key, variant, baseline, past, current, margin_pct, min_runs):
         'baseline_tpot_ms': baseline.get('median_tpot_ms'),
         'acceptance_rates': variant.get('spec_decode_per_position_acceptance_rates'),
         'acceptance_length': variant.get('spec_decode_acceptance_length'),
+        # Answers cut off at max_tokens were measured shorter than the node serves them.
+        'variant_max_tokens_share': variant.get('max_tokens_share'),
+        'baseline_max_tokens_share': baseline.get('max_tokens_share'),
     }
 
 

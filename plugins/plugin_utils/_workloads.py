@@ -18,17 +18,17 @@ import re
 import typing as t
 from collections.abc import Mapping
 
+from ansible_collections.llmops.vllm.plugins.module_utils._benchmark_options import ARGUMENT_SPEC
 from ansible_collections.llmops.vllm.plugins.module_utils._type_names import plain_type_name
 
 DEFAULT_WORKLOAD = 'default'
 
-# The llmops.vllm.openai_benchmark options a workload may set; the rest (URL, model, key, labels)
-# belong to the deployment, and stop_when_slower to the trial (built from its baseline's runs).
-BENCHMARK_OPTIONS = (
-    'endpoint', 'prompt_set', 'context_tokens', 'chat_template_kwargs', 'tools', 'tool_choice', 'num_prompts',
-    'concurrency', 'request_rate', 'burstiness', 'max_tokens', 'temperature', 'ignore_eos', 'warmup_requests',
-    'repeats', 'seed', 'timeout',
-)
+# The llmops.vllm.openai_benchmark options a workload may set: all of the module's but those that
+# belong to the deployment (URL, model, key, TLS, labels) and stop_when_slower, which the trial
+# builds from its baseline's runs.
+_DEPLOYMENT_OPTIONS = frozenset(('base_url', 'model', 'api_key', 'metrics_url', 'labels', 'stop_when_slower',
+                                 'validate_certs', 'ca_path'))
+BENCHMARK_OPTIONS = tuple(name for name in ARGUMENT_SPEC if name not in _DEPLOYMENT_OPTIONS)
 _WORKLOAD_KEYS = ('name', 'slo') + BENCHMARK_OPTIONS
 _NAME = re.compile(r'^[A-Za-z0-9][A-Za-z0-9_.-]*$')
 

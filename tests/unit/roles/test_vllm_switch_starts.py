@@ -54,17 +54,21 @@ def keep_start(variables):
 
 
 def test_a_timed_wait_adds_its_start_with_the_unit_and_its_variant():
-    ready = {'ready': True, 'start_phases': PHASES, 'start_summary': 'first completion after 28m07s: ...'}
+    ready = {'ready': True, 'start_phases': PHASES, 'start_summary': 'first completion after 28m07s: ...',
+             'kv_cache': {'tokens': 301056, 'max_model_len': 262144, 'max_concurrency': 1.15}}
     starts = keep_start({'_vllm_switch_starts': [], '_vllm_switch_ready': ready,
                          '_vllm_switch_active': ['vllm-kimi-k2.5-eagle3.service'], 'vllm_service_specs': SPECS})
     assert starts == [{'unit': 'vllm-kimi-k2.5-eagle3.service', 'variant': 'eagle3', 'phases': PHASES,
-                       'summary': 'first completion after 28m07s: ...', 'seconds': 1686.95}]
+                       'summary': 'first completion after 28m07s: ...', 'seconds': 1686.95,
+                       'kv_cache': {'tokens': 301056, 'max_model_len': 262144, 'max_concurrency': 1.15}}]
 
     # The rollback's start of the baseline follows it.
-    again = keep_start({'_vllm_switch_starts': starts, '_vllm_switch_ready': dict(ready, start_summary='b'),
+    older_engine = {key: value for key, value in ready.items() if key != 'kv_cache'}
+    again = keep_start({'_vllm_switch_starts': starts, '_vllm_switch_ready': dict(older_engine, start_summary='b'),
                         '_vllm_switch_active': ['vllm-kimi-k2.5-baseline.service'], 'vllm_service_specs': SPECS})
     assert [(start['variant'], start['summary']) for start in again] == [('eagle3', starts[0]['summary']),
                                                                          ('baseline', 'b')]
+    assert again[1]['kv_cache'] is None
 
 
 def test_a_wait_that_timed_nothing_adds_nothing():

@@ -58,12 +58,13 @@ class Stream:
     ``stall`` sends headers and then nothing; ``hold_until`` waits until that many requests have been in
     flight at once before answering. ``framing`` other than "per_event" sends the whole body at once,
     either unchunked and closing the connection ("close_delimited") or re-cut into chunks of that many
-    bytes, with chunk extensions and a trailer (an int).
+    bytes, with chunk extensions and a trailer (an int). ``finish_reason`` ends the last chunk's choice,
+    as vLLM's compact JSON does.
     """
 
     def __init__(self, chunks=(), prompt_tokens=7, status=200, error_body=None, cut_after=None,
                  error_event=None, usage=True, done=True, stall=False, chat=False, usage_spacing=False,
-                 hold_until=None, framing="per_event"):
+                 hold_until=None, framing="per_event", finish_reason=None):
         self.chunks = list(chunks)
         self.prompt_tokens = prompt_tokens
         self.status = status
@@ -77,15 +78,16 @@ class Stream:
         self.usage_spacing = usage_spacing
         self.hold_until = hold_until
         self.framing = framing
+        self.finish_reason = finish_reason
 
 
-def token_event(index, tokens, chat):
+def token_event(index, tokens, chat, finish_reason=None):
     text = "".join(" tok%d\"q\"" % (index + offset) for offset in range(tokens))
     if chat:
-        choice = {"index": 0, "delta": {"content": text}, "finish_reason": None}
+        choice = {"index": 0, "delta": {"content": text}, "finish_reason": finish_reason}
         body = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "model": "tiny", "choices": [choice]}
     else:
-        choice = {"index": 0, "text": text, "logprobs": None, "finish_reason": None}
+        choice = {"index": 0, "text": text, "logprobs": None, "finish_reason": finish_reason}
         body = {"id": "cmpl-1", "object": "text_completion", "model": "tiny", "choices": [choice]}
     return b"data: " + json.dumps(body, separators=(",", ":")).encode() + b"\n\n"
 
@@ -220,7 +222,8 @@ class ScriptedServer:
                     mark = clock.reads() if clock else None
                     if clock:
                         clock.now = started + offset
-                    self._chunk(token_event(produced, tokens, stream.chat))
+                    last = index == len(stream.chunks) - 1
+                    self._chunk(token_event(produced, tokens, stream.chat, stream.finish_reason if last else None))
                     produced += tokens
                     if clock:
                         clock.wait_for_read_after(mark)

@@ -19,6 +19,7 @@ import pytest
 from ansible_collections.llmops.vllm.plugins.module_utils._start_phases import (
     LOAD_PHASE_PATTERNS,
     MILESTONES,
+    kv_cache_capacity,
     seconds_text,
     start_phases,
     start_summary,
@@ -211,3 +212,22 @@ def test_every_milestone_pattern_matches_the_words_vllm_writes():
                                            (1522.68, "25m23s"), (3725.0, "1h02m05s")])
 def test_seconds_are_written_for_their_size(seconds, text):
     assert seconds_text(seconds) == text
+
+
+def test_the_kv_cache_a_start_allocated_is_read_in_either_wording():
+    cpu_entries, cpu_started = load(CPU)
+    gpu_entries, gpu_started = load(GPU)
+
+    # vLLM 0.32 writes both figures on one line; the Kimi journal's older engine on two.
+    assert kv_cache_capacity(cpu_entries, cpu_started) == {"tokens": 262144, "max_model_len": 2048,
+                                                           "max_concurrency": 128.0}
+    assert kv_cache_capacity(gpu_entries, gpu_started) == {"tokens": 301056, "max_model_len": 262144,
+                                                           "max_concurrency": 1.15}
+
+
+def test_a_kv_cache_line_outside_the_start_does_not_count():
+    lines = [(10.0, "CPU KV cache size: 1,000 tokens"), (101.0, "GPU KV cache size: 5,000 tokens"),
+             (300.0, "GPU KV cache size: 9,000 tokens")]
+
+    assert kv_cache_capacity(lines, 100.0, 200.0) == {"tokens": 5000, "max_model_len": None, "max_concurrency": None}
+    assert kv_cache_capacity(lines[:1], 100.0) is None

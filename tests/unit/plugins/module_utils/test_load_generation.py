@@ -250,6 +250,49 @@ def test_request_bodies_ask_for_usage_and_honour_the_options():
     }
 
 
+def test_unset_sampling_is_left_to_the_model_s_generation_config():
+    body = json.loads(request_body("chat", "kimi", {"prompt": "Hi"}, options("", temperature=None)))
+
+    assert not set(body) & {"temperature", "top_p", "top_k", "min_p", "presence_penalty", "frequency_penalty",
+                            "repetition_penalty", "seed"}
+
+
+def test_sampling_options_are_sent_and_the_seed_follows_the_request_s_place():
+    chosen = options("", temperature=1.0, top_p=0.95, top_k=40, min_p=0.05, presence_penalty=0.1,
+                     frequency_penalty=0.2, repetition_penalty=1.05, sampling_seed=100)
+
+    bodies = [json.loads(request_body("chat", "kimi", {"prompt": "Hi"}, chosen, index)) for index in (0, 3)]
+
+    assert {key: bodies[0][key] for key in ("temperature", "top_p", "top_k", "min_p", "presence_penalty",
+                                            "frequency_penalty", "repetition_penalty")} == {
+        "temperature": 1.0, "top_p": 0.95, "top_k": 40, "min_p": 0.05, "presence_penalty": 0.1,
+        "frequency_penalty": 0.2, "repetition_penalty": 1.05}
+    assert [body["seed"] for body in bodies] == [100, 103]
+
+
+def test_a_replayed_request_keeps_its_captured_sampling_over_the_workload_s():
+    captured = {"messages": [{"role": "user", "content": "Go."}], "sampling": {"temperature": 0.6, "seed": 9}}
+
+    body = json.loads(request_body("chat", "kimi", captured, options("", temperature=1.0, top_p=0.95,
+                                                                     sampling_seed=0), 5))
+
+    assert (body["temperature"], body["seed"], body["top_p"]) == (0.6, 9, 0.95)
+    assert "sampling" not in body
+
+
+def test_two_benchmarks_with_one_sampling_seed_send_the_same_seeds(clock):
+    sent = []
+    for dummy in range(2):
+        streams = [Stream(chunks=[(0.01, 1)]) for dummy in range(1 + 3)]
+        with ScriptedServer(streams, clock) as server:
+            run_benchmark(options(server.base_url, num_prompts=3, warmup_requests=1, sampling_seed=40,
+                                  temperature=1.0))
+        sent.append([(request["prompt"], request["seed"]) for request in server.requests])
+
+    assert sent[0] == sent[1]
+    assert [seed for dummy, seed in sent[0]] == [40, 41, 42, 43]
+
+
 def test_chat_bodies_carry_history_tools_template_kwargs_and_the_request_s_own_length():
     messages = [{"role": "system", "content": "Terse."}, {"role": "user", "content": "Go."}]
     tools = [{"type": "function", "function": {"name": "f"}}]
@@ -345,6 +388,29 @@ def test_run_benchmark_measures_each_level_and_reads_spec_decode_counters(clock)
     prompts = [request["prompt"] for request in server.requests]
     assert len(set(prompts)) == 5
     assert all(request["model"] == "tiny" and request["max_tokens"] == 16 for request in server.requests)
+
+
+def test_each_level_counts_how_its_answers_ended(clock):
+    streams = [Stream(chunks=[(0.01, 1), (0.02, 1)], finish_reason=reason)
+               for reason in ("length", "stop", "length", "stop", "stop")]
+    streams.append(Stream(chunks=[(0.01, 1)], chat=True, finish_reason="tool_calls"))
+    streams.append(Stream(chunks=[(0.01, 1)]))
+    streams.append(Stream(status=500, error_body={"error": {"message": "dead"}}))
+    with ScriptedServer(streams, clock) as server:
+        results, dummy = run_benchmark(options(server.base_url, num_prompts=8))
+
+    result = results[0]
+    assert result["finish_reasons"] == {"length": 2, "stop": 3, "tool_calls": 1, "unknown": 1}
+    # The answer without a finish reason and the failed request count neither way.
+    assert result["max_tokens_share"] == pytest.approx(2 / 6)
+
+
+def test_no_finish_reason_at_all_leaves_the_cut_off_share_unknown(clock):
+    with ScriptedServer([Stream(chunks=[(0.01, 1)])], clock) as server:
+        results, dummy = run_benchmark(options(server.base_url, num_prompts=1))
+
+    assert results[0]["finish_reasons"] == {"unknown": 1}
+    assert results[0]["max_tokens_share"] is None
 
 
 def test_run_benchmark_pools_repeats(clock):

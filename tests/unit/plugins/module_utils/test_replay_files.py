@@ -46,6 +46,20 @@ def test_openai_chat_lines_keep_history_tools_and_output_length(tmp_path):
     assert requests[1] == {"messages": lines[1]["messages"], "tools": tools, "max_tokens": 50}
 
 
+def test_captured_sampling_is_kept_and_other_fields_are_not(tmp_path):
+    line = {"messages": [{"role": "user", "content": "Go."}], "temperature": 1.0, "top_p": 0.95, "top_k": -1,
+            "min_p": 0.0, "presence_penalty": 0.5, "frequency_penalty": -0.5, "repetition_penalty": 1.1,
+            "seed": 7, "stream": True, "user": "someone", "temperature_unit": "x"}
+    path = write(tmp_path, json.dumps(line) + "\n" + json.dumps({"prompt": "plain", "top_p": None}) + "\n")
+
+    requests = read_replay_file(path)
+
+    assert requests[0]["sampling"] == {"temperature": 1.0, "top_p": 0.95, "top_k": -1, "min_p": 0.0,
+                                       "presence_penalty": 0.5, "frequency_penalty": -0.5,
+                                       "repetition_penalty": 1.1, "seed": 7}
+    assert requests[1] == {"prompt": "plain"}
+
+
 def test_sharegpt_conversations_replay_their_history_up_to_the_last_human_turn(tmp_path):
     answer = "x" * 401
     entries = [
@@ -89,6 +103,13 @@ def test_tokens_are_estimated_at_four_characters_each():
          "the last message must come from the user or a tool, not the assistant"),
         ('{"messages": [{"role": "user", "content": "q"}], "tools": {"a": 1}}\n', '"tools" must be a list'),
         ('{"prompt": "q", "max_tokens": 0}\n', "max_tokens must be a positive integer, got 0"),
+        ('{"prompt": "q"}\n{"prompt": "q", "temperature": -1}\n', "line 2: temperature must be a finite number of at least 0"),
+        ('{"prompt": "q", "top_p": 0}\n', "line 1: top_p must be greater than 0 and at most 1"),
+        ('{"prompt": "q", "top_p": "high"}\n', "line 1: top_p must be greater than 0 and at most 1"),
+        ('{"prompt": "q", "top_k": 2.5}\n', "line 1: top_k must be a whole number"),
+        ('{"prompt": "q", "presence_penalty": 3}\n', "line 1: presence_penalty must be between -2 and 2"),
+        ('{"prompt": "q", "repetition_penalty": 0}\n', "line 1: repetition_penalty must be a finite number greater"),
+        ('{"prompt": "q", "seed": true}\n', "line 1: seed must be a whole number"),
         ('[{"conversations": "no"}]', 'entry 1 must be an object with a list "conversations"'),
         ('[{"conversations": [{"from": "bot", "value": "x"}]}]', 'entry 1 turn 1 must be an object with "from"'),
         ("[oops", "is not JSON"),

@@ -580,6 +580,7 @@ def test_a_wait_through_a_start_returns_the_start_by_phase(monkeypatch, clock, s
         "first_completion"]
     assert result["start_phases"][-1]["ended_at_s"] == pytest.approx(1686.0 + result["elapsed"], abs=1e-3)
     assert result["start_summary"] == _start_phases.start_summary(result["start_phases"])
+    assert result["kv_cache"] == {"tokens": 301056, "max_model_len": 262144, "max_concurrency": 1.15}
     assert result["start_summary"].startswith("first completion after 28m07s: interpreter and API start-up 38.5 s, "
                                               "weights load 25m23s, torch.compile 76.0 s, ")
     [journal_json] = [argv for argv in systemd.calls("journalctl") if "json" in argv]

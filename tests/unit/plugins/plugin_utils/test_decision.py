@@ -16,6 +16,7 @@ from ansible_collections.llmops.vllm.plugins.plugin_utils._decision import (
     decide_workloads,
     history_from_records,
     judge_level,
+    kv_cache_room,
     lifetime_spread,
     merged_slo,
 )
@@ -409,6 +410,17 @@ def test_a_level_carries_the_tpots_and_the_acceptance_that_the_variant_search_mo
     assert (unmeasured['acceptance_rates'], unmeasured['acceptance_length']) == (None, None)
 
 
+def test_a_level_carries_each_side_s_share_of_answers_cut_at_max_tokens():
+    variant = result(level(around(120.0, 0.5), max_tokens_share=0.25))
+    baseline = result(level(around(100.0, 0.5), max_tokens_share=0.0))
+
+    figures = decide(variant, baseline)['levels'][0]
+    unreported = decide(result(level(around(120.0, 0.5))), baseline)['levels'][0]
+
+    assert (figures['variant_max_tokens_share'], figures['baseline_max_tokens_share']) == (0.25, 0.0)
+    assert unreported['variant_max_tokens_share'] is None
+
+
 def stopped(runs, concurrency=4, **extra):
     """A level openai_benchmark stopped early after these runs."""
     return level(runs, concurrency=concurrency, stopped_early=True, stopped_early_reason='stopped after run 2 of 5',
@@ -543,3 +555,36 @@ def test_a_contaminated_baseline_level_is_no_lifetime_of_the_history():
                                    unit_checksum=None)
 
     assert [item['lifetime'] for item in history] == ['L0', 'LNone']
+
+
+def measured(name, max_tokens, *levels):
+    return dict(workload(name, *levels), options={'max_tokens': max_tokens})
+
+
+def test_a_variant_whose_kv_cache_cannot_hold_its_workloads_at_their_concurrency_is_flagged():
+    variant = looped(measured('code', 16384, level([1.0], concurrency=1, max_input_tokens=412),
+                              level([1.0], concurrency=8, max_input_tokens=412)),
+                     measured('tools', 2048, level([1.0], concurrency=8, max_input_tokens=900)))
+    starts = [{'variant': 'baseline', 'kv_cache': {'tokens': 301056}},
+              {'variant': 'eagle3', 'kv_cache': {'tokens': 50000}},
+              {'variant': 'eagle3', 'kv_cache': {'tokens': 100752, 'max_model_len': 262144, 'max_concurrency': 0.38}}]
+
+    room = kv_cache_room(variant, starts, 'eagle3', 'baseline')
+
+    # The last start counts; 8 x (412 + 16384) = 134368 does not fit in 100752, 8 x (900 + 2048) = 23584 does.
+    assert (room['variant_tokens'], room['baseline_tokens']) == (100752, 301056)
+    assert [need['tokens'] for need in room['needs']] == [16796, 134368, 23584]
+    assert room['short'] == ["workload code at concurrency 8 needs up to 8 x (412 + 16,384) = 134,368 tokens of "
+                             "KV cache; eagle3's holds 100,752"]
+
+
+def test_an_unknown_kv_cache_flags_nothing():
+    variant = result(level([1.0], concurrency=64, max_input_tokens=2000))
+    variant['options'] = {'max_tokens': 4096}
+
+    room = kv_cache_room(variant, [{'variant': 'ngram', 'kv_cache': None}], 'ngram', 'baseline')
+
+    assert room == {'variant_tokens': None, 'baseline_tokens': None,
+                    'needs': [{'workload': 'default', 'max_concurrency': 64, 'prompt_tokens': 2000,
+                               'max_tokens': 4096, 'tokens': 390144}],
+                    'short': []}
