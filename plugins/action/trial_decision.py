@@ -11,15 +11,18 @@ from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.llmops.vllm.plugins.modules.trial_decision import DOCUMENTATION
+from ansible_collections.llmops.vllm.plugins.plugin_utils._answer_gate import AnswerGateError, answer_gate
 from ansible_collections.llmops.vllm.plugins.plugin_utils._callback_settings import callback_setting
 from ansible_collections.llmops.vllm.plugins.plugin_utils._decision import (
     DecisionError,
     decide_workloads,
     history_from_records,
     kv_cache_room,
+    with_correctness,
 )
 from ansible_collections.llmops.vllm.plugins.plugin_utils._documented_options import documented_argument_spec
 from ansible_collections.llmops.vllm.plugins.plugin_utils._results_store import ResultsStore, ResultsStoreError
+
 
 class ActionModule(ActionBase):
     """Decide on the controller, where the callback keeps the baseline's history."""
@@ -46,7 +49,13 @@ class ActionModule(ActionBase):
                                       accept_foreign_traffic=args['accept_foreign_traffic'])
             answer['kv_cache'] = kv_cache_room(args['variant'], args['starts'], args['variant_name'],
                                                args['baseline_name'])
-        except DecisionError as error:
+            gate = None
+            if args['variant_answers'] is not None or args['baseline_answers'] is not None:
+                if args['variant_answers'] is None or args['baseline_answers'] is None:
+                    raise DecisionError('variant_answers and baseline_answers go together: give both or neither')
+                gate = answer_gate(args['variant_answers'], args['baseline_answers'], args['answer_tolerance'])
+            answer = with_correctness(answer, gate)
+        except (DecisionError, AnswerGateError) as error:
             raise AnsibleActionFail(f'trial_decision: {error}') from error
         result.update(answer)
         if answer['kv_cache']['short']:

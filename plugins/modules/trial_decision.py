@@ -130,10 +130,31 @@ options:
       - SLOs of single workloads by workload name, each of the shape of O(slo) and laid over it key by key.
     type: dict
     default: {}
+  variant_answers:
+    description:
+      - The variant's greedy answers, as registered from M(llmops.vllm.answer_check) (one result per workload from a
+        looped task, each labelled with its C(workload)). With O(baseline_answers), the correctness gate runs, and a
+        variant whose answers differ from the baseline's beyond O(answer_tolerance) is rolled back as
+        V(incorrect), whatever its speed, with examples (RV(correctness)).
+    type: raw
+    version_added: 1.2.0
+  baseline_answers:
+    description: The baseline's answers to the same requests, in the same form.
+    type: raw
+    version_added: 1.2.0
+  answer_tolerance:
+    description:
+      - How far, as a share of the requests, each figure of the variant's answers may lie from the baseline's (the
+        share of greedy answers that differ, of valid tool calls, of answers that call a tool, of answers with
+        reasoning, and the distance between the finish reasons). From 0 to 1.
+      - The engine's own nondeterminism sets how low it can go; docs/benchmarking.md gives the A/A rate measured.
+    type: float
+    default: 0.25
+    version_added: 1.2.0
   starts:
     description:
       - The starts of this trial, each a dict with C(variant) (the variant's name) and C(kv_cache), the
-        RV(llmops.vllm.wait_for_openai_endpoint#module:kv_cache) of that start; the M(llmops.vllm.vllm_switch)
+        RV(llmops.vllm.wait_for_openai_endpoint#module:kv_cache) of that start; the C(llmops.vllm.vllm_switch)
         role passes those it waited through.
       - The last start of O(variant_name) that logged its KV cache is compared with what its workloads needed
         (RV(kv_cache)); a shortfall is flagged with a warning, and does not change the decision.
@@ -193,7 +214,9 @@ decision:
   type: str
   sample: roll_back
 outcome:
-  description: V(faster), V(not_slower), V(slower), V(inconclusive) or V(slo_breached), over all levels.
+  description:
+    - V(faster), V(not_slower), V(slower), V(inconclusive) or V(slo_breached), over all levels; V(incorrect) when the
+      variant failed the correctness gate (RV(correctness)), whatever its speed.
   returned: always
   type: str
   sample: inconclusive
@@ -388,6 +411,23 @@ foreign_traffic_accepted:
   type: bool
   sample: false
   version_added: 1.2.0
+correctness:
+  description:
+    - The correctness gate's figures, per workload, when O(variant_answers) and O(baseline_answers) were given;
+      V(null) otherwise.
+    - C(passed), C(tolerance), C(problems) and C(examples) (in words, naming the workload and the request), and
+      C(workloads), each with C(requests), C(greedy_mismatches), C(greedy_mismatch_rate),
+      C(finish_reason_distance) and the C(baseline)'s and C(variant)'s C(tool_calls), C(valid_tool_calls),
+      C(valid_tool_call_share), C(tool_calling_share), C(reasoning_share) and C(finish_reasons).
+  returned: always
+  type: dict
+  version_added: 1.2.0
+  sample:
+    passed: false
+    tolerance: 0.25
+    problems: ["workload default: 8 of 8 greedy answers differ from the baseline's (the tolerance allows 2)"]
+    examples: ["workload default: request 1: the answers part at character 3 (the baseline's has 301 characters,
+      the variant's 288)"]
 kv_cache:
   description:
     - Whether the variant's KV cache held what its workloads needed. A level needs its concurrency times its longest

@@ -71,6 +71,7 @@ NOT_SLOWER = 'not_slower'
 SLOWER = 'slower'
 INCONCLUSIVE = 'inconclusive'
 SLO_BREACHED = 'slo_breached'
+INCORRECT = 'incorrect'
 KEEP_WHEN = (NOT_SLOWER, FASTER)
 
 # Latency figures an SLO may bound: those openai_benchmark reports for every level.
@@ -83,7 +84,7 @@ MIN_RUNS = 3
 # What of a decision is the decision itself: stored, written to JSON and kept in the node's record.
 DECISION_KEYS = ('decision', 'outcome', 'rule', 'reason', 'to_decide', 'keep_when', 'margin_pct', 'min_runs',
                  'delta_pct', 'failed_requests', 'slo', 'levels', 'history', 'workloads', 'baseline', 'unit_checksum',
-                 'identity', 'stopped_early', 'contaminated', 'foreign_traffic_accepted', 'kv_cache')
+                 'identity', 'stopped_early', 'contaminated', 'foreign_traffic_accepted', 'kv_cache', 'correctness')
 
 
 class DecisionError(ComparisonError):
@@ -381,6 +382,24 @@ def _same_requests(history, by_baseline):
         if sent is None or now is None or sent == now:
             kept.append(item)
     return kept
+
+
+def with_correctness(answer: Mapping[str, t.Any], gate: Mapping[str, t.Any] | None) -> dict[str, t.Any]:
+    """The decision once the answers are checked: a variant that fails the gate is rolled back as incorrect.
+
+    gate is _answer_gate.answer_gate's answer, or None when the answers were not checked. An incorrect
+    variant rolls back whatever its speed: a faster server that answers wrongly is not an option.
+    """
+    decided = dict(answer, correctness=gate)
+    if gate is None or gate['passed']:
+        return decided
+    reason = 'incorrect: %s' % '; '.join(gate['problems'])
+    if gate['examples']:
+        reason += '; for example, %s' % gate['examples'][0]
+    decided.update(_answer(ROLL_BACK, INCORRECT, 'answers', reason,
+                           'find what changes the answers (its speculative config, its serve_args), '
+                           'or raise vllm_switch_answer_tolerance if the A/A rate of this node is higher'))
+    return decided
 
 
 def kv_cache_room(variant: t.Any, starts: Iterable[Mapping[str, t.Any]], variant_name: str,

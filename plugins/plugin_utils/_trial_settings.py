@@ -31,6 +31,7 @@ from ansible_collections.llmops.vllm.plugins.module_utils._benchmark_options imp
 from ansible_collections.llmops.vllm.plugins.module_utils._prompt_sets import CHAT_GENERATORS, GENERATORS
 from ansible_collections.llmops.vllm.plugins.module_utils._replay_files import ReplayFileError, read_replay_file
 from ansible_collections.llmops.vllm.plugins.module_utils._type_names import plain_type_name
+from ansible_collections.llmops.vllm.plugins.plugin_utils._answer_gate import AnswerGateError, check_tolerance
 from ansible_collections.llmops.vllm.plugins.plugin_utils._decision import (
     DecisionError,
     check_decision_settings,
@@ -63,6 +64,7 @@ def trial_setting_problems(settings: Mapping[str, t.Any], check_replay_files: bo
     """
     problems: list[str] = []
     problems.extend(_decision_problems(settings))
+    problems.extend(_answer_check_problems(settings))
     workloads = _workload_problems(settings, problems, check_replay_files)
     if workloads is not None:
         problems.extend(_slo_level_problems(settings.get('vllm_switch_slo'), workloads))
@@ -90,6 +92,26 @@ def _decision_problems(settings):
         check_slo(settings.get('vllm_switch_slo'))
     except DecisionError as error:
         problems.append(str(error))
+    return problems
+
+
+def _answer_check_problems(settings):
+    problems = []
+    if 'vllm_switch_answer_tolerance' in settings:
+        tolerance = settings['vllm_switch_answer_tolerance']
+        try:
+            # -e name=0.3 gives the string "0.3", which the role's argument spec reads as a float.
+            tolerance = float(tolerance) if isinstance(tolerance, str) else tolerance
+        except ValueError:
+            pass
+        try:
+            check_tolerance(tolerance, 'vllm_switch_answer_tolerance')
+        except AnswerGateError as error:
+            problems.append(str(error))
+    for name in ('vllm_switch_answer_requests', 'vllm_switch_answer_max_tokens'):
+        value = _integer(settings.get(name, 1))
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            problems.append('%s must be a whole number of at least 1, got %r' % (name, value))
     return problems
 
 

@@ -74,6 +74,13 @@ def test_settings_that_follow_every_rule_have_no_problem():
      "vllm_switch_benchmark.prompt_set: '/nowhere/replay.jsonl' is neither a built-in prompt set"),
     ({'vllm_switch_benchmark': {'prompt_set': {'replay': 'x.jsonl'}}},
      'vllm_switch_benchmark.prompt_set: must name a built-in prompt set or the path of a replay file, got dict'),
+    ({'vllm_switch_answer_tolerance': 1.5},
+     'vllm_switch_answer_tolerance must be a share of the requests from 0 to 1, got 1.5'),
+    ({'vllm_switch_answer_tolerance': 'lots'},
+     "vllm_switch_answer_tolerance must be a share of the requests from 0 to 1, got 'lots'"),
+    ({'vllm_switch_answer_requests': 0}, 'vllm_switch_answer_requests must be a whole number of at least 1, got 0'),
+    ({'vllm_switch_answer_max_tokens': 2.5},
+     'vllm_switch_answer_max_tokens must be a whole number of at least 1, got 2.5'),
     ({'vllm_switch_ca_path': 'certs/ca.pem'}, "vllm_switch_ca_path: must be an absolute path of a PEM file"),
     ({'vllm_serve_args': {'ssl_certfile': 'cert.pem', 'ssl_keyfile': '/k.pem'}},
      "vllm_serve_args.ssl_certfile: must be an absolute path on the node"),
@@ -233,3 +240,9 @@ options:
         'mode': {'type': 'str', 'choices': ['a', 'b'], 'required': True},
         'nested': {'type': 'dict', 'options': {'depth': {'type': 'int', 'default': 1}}},
     }
+
+
+def test_answer_check_settings_given_on_the_command_line_pass():
+    # -e gives strings, which the role's argument spec reads as numbers.
+    assert problems_with(vllm_switch_answer_tolerance='0.3', vllm_switch_answer_requests='4',
+                         vllm_switch_answer_max_tokens=32) == []
