@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 PY ?= python3
 
-.PHONY: setup demo test unit lint sanity docs molecule mock-up mock-down clean
+.PHONY: setup demo check test unit lint sanity docs molecule mock-up mock-down clean
 
 $(BIN)/ansible-playbook: requirements-dev.txt
 	$(PY) -m venv $(VENV)
@@ -21,6 +21,10 @@ setup: $(BIN)/ansible-playbook .cache/collections/ansible_collections/llmops/vll
 ## demo: boot the mock GPU host and run deploy-ngram end to end on it
 demo: setup
 	PATH=$(CURDIR)/$(BIN):$$PATH tests/demo.sh
+
+## check: the inner loop, within minutes: lint, unit tests and one small switch on a fresh mock GPU node
+check: setup
+	PATH=$(CURDIR)/$(BIN):$$PATH tests/check.sh
 
 ## test: every gate (lint, sanity, docs, unit tests, molecule)
 test: setup

@@ -13,12 +13,14 @@ installed later by the collection's own role, exactly as on a GPU node.
 
 --instance N (before the command) works on another node of a mock fleet: the same base, model, pip cache
 and SSH key, its own disk, loopback address (127.77.0.9+N) and SSH port (22521+N). Instance 1, the
-default, is the single mock node of the demo and most scenarios.
+default, is the single mock node of the demo and the default scenario; LLMOPS_VLLM_MOCK_INSTANCE changes
+the default, so that a scenario on another node runs its runbooks' `mock_host.py exec` lines as written.
 
 A node's /opt/vllm (where the role installs each release's venv) outlives its disk: it is the cache's
 venvs directory, bind-mounted. The role finds a release already installed and skips pip, so only the
 first scenario after a fresh clone pays the three minutes of installing vLLM on two cores; a new node of a
-fleet starts from a copy of the first node's venvs. `down --purge` deletes them with the disk.
+fleet starts from a copy of the first node's venvs once the role has finished installing one there (a node
+booted while the first still installs installs its own). `down --purge` deletes them with the disk.
 
 Molecule's create/destroy playbooks call this same script.
 """
@@ -256,7 +258,10 @@ def ensure_venvs(node):
     if os.path.isdir(node.venvs):
         return
     first = Node(1).venvs
-    if node.instance != 1 and os.path.isdir(first) and os.listdir(first):
+    # The role writes this record last (roles/vllm_service/tasks/venv.yml): a venv without it may be half installed.
+    installed = os.path.isdir(first) and any(
+        os.path.exists(os.path.join(first, name, "llmops-installed.txt")) for name in os.listdir(first))
+    if node.instance != 1 and installed:
         log("copying the venvs of %s for %s" % (Node(1).hostname, node.hostname))
         shutil.rmtree(node.venvs + ".partial", ignore_errors=True)
         run(["cp", "-a", "--reflink=auto", first, node.venvs + ".partial"])
@@ -302,7 +307,52 @@ def write_known_hosts(node):
     write_file(path, "".join(line + "\n" for line in others) + "%s %s %s\n" % (entry, key_type, key))
 
 
+def own_cgroups(node):
+    """A cgroup of the node's own, below this process's, in each hierarchy that systemd-nspawn uses.
+
+    With --keep-unit and no systemd on the controller, systemd-nspawn puts the container in the cgroup it was
+    started in (its "payload" below it). Two nodes started from the same cgroup would share one: the same unit
+    name on both nodes (vllm-tiny-llama-baseline.service) would be one cgroup, and starting it on one node while
+    the other stops it fails with status 219/CGROUP. Each node therefore starts in a child of its own."""
+    found = []
+    with open("/proc/self/cgroup", encoding="utf-8") as handle:
+        lines = handle.read().splitlines()
+    for line in lines:
+        hierarchy, controllers, path = line.split(":", 2)
+        if controllers == "name=systemd":
+            root = "/sys/fs/cgroup/systemd"
+        elif hierarchy == "0" and controllers == "":
+            root = "/sys/fs/cgroup/unified" if os.path.isdir("/sys/fs/cgroup/unified") else "/sys/fs/cgroup"
+        else:
+            continue
+        parent = os.path.join(root, path.lstrip("/"))
+        if os.path.exists(os.path.join(parent, "cgroup.procs")):
+            found.append(os.path.join(parent, node.name))
+    return found
+
+
+def enter_cgroups(paths):
+    """Run in the child between fork and exec: move it into the node's cgroups."""
+    for path in paths:
+        with open(os.path.join(path, "cgroup.procs"), "w", encoding="ascii") as handle:
+            handle.write("%d\n" % os.getpid())
+
+
+def remove_cgroups(node):
+    """What systemd-nspawn leaves of the node's cgroups once it has exited: empty directories, deepest first."""
+    for top in own_cgroups(node):
+        for directory, subdirectories, files in os.walk(top, topdown=False):
+            del subdirectories, files
+            try:
+                os.rmdir(directory)
+            except OSError:
+                pass
+
+
 def boot(node, bind_ro, bind_rw, cpus=None):
+    cgroups = own_cgroups(node)
+    for path in cgroups:
+        os.makedirs(path, exist_ok=True)
     argv = ["systemd-nspawn", "--boot", "--register=no", "--keep-unit", "--machine=" + node.name,
             "--directory=" + node.machine, "--console=passive", "--resolv-conf=copy-host"]
     if cpus:
@@ -311,7 +361,7 @@ def boot(node, bind_ro, bind_rw, cpus=None):
     argv += ["--bind=%s:%s" % pair for pair in bind_rw]
     with open(node.log_file, "ab") as log_handle:
         process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log_handle, stderr=log_handle,
-                                   start_new_session=True)
+                                   start_new_session=True, preexec_fn=lambda: enter_cgroups(cgroups))
     write_file(node.pid_file, "%d\n" % process.pid)
     return process
 
@@ -402,6 +452,7 @@ def down(args):
         os.unlink(node.pid_file)
     except FileNotFoundError:
         pass
+    remove_cgroups(node)
     for mount in reversed(leftover_mounts(node)):
         subprocess.run(["umount", "-l", mount], check=False)
     problems = []
@@ -431,7 +482,8 @@ def exec_command(args):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--instance", type=int, default=1, help="which node of a mock fleet (default 1)")
+    parser.add_argument("--instance", type=int, default=int(os.environ.get("LLMOPS_VLLM_MOCK_INSTANCE", "1")),
+                        help="which node of a mock fleet (default %(default)s, from LLMOPS_VLLM_MOCK_INSTANCE or 1)")
     commands = parser.add_subparsers(dest="command", required=True)
     # make test builds these while its first gates run, so that the first scenario boots at once.
     commands.add_parser("build", help="build the cached base, model and SSH key").set_defaults(func=build)

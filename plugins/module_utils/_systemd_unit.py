@@ -58,8 +58,11 @@ FATAL_PATTERNS = (
     ("cpu_out_of_memory", re.compile(
         r"\bMemoryError\b|oom-kill|Out of memory: Killed process|killed by the OOM killer"
         r"|DefaultCPUAllocator: (?:can't allocate|not enough memory)|Cannot allocate memory")),
+    # GPU workers, then vLLM's CPU worker: "Available memory on node 0 (11.9/17.96 GiB) on kv cache allocation is
+    # less than requested memory for kv (100000.0 GiB)".
     ("kv_cache_too_small", re.compile(
-        r"No available memory for the cache blocks|larger than the available KV cache memory")),
+        r"No available memory for the cache blocks|larger than the available KV cache memory"
+        r"|less than requested memory for kv\b")),
     ("validation_error", re.compile(r"ValidationError")),
     # vLLM's executor: "Worker proc VllmWorker-0 died unexpectedly (exit code: -4), shutting down executor."
     ("worker_signal", re.compile(r"(?P<who>(?:Worker|Engine core) proc \S+) died unexpectedly"

@@ -108,7 +108,7 @@ def _answer_check_problems(settings):
             check_tolerance(tolerance, 'vllm_switch_answer_tolerance')
         except AnswerGateError as error:
             problems.append(str(error))
-    for name in ('vllm_switch_answer_requests', 'vllm_switch_answer_max_tokens'):
+    for name in ('vllm_switch_answer_requests', 'vllm_switch_answer_max_tokens', 'vllm_switch_engine_args_timeout'):
         value = _integer(settings.get(name, 1))
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             problems.append('%s must be a whole number of at least 1, got %r' % (name, value))

@@ -122,6 +122,13 @@ CPU_JOURNAL = [
     "INFO 11-29 13:55:02 [cpu_worker.py:112] Allocating KV cache",
     "RuntimeError: [enforce fail at alloc_cpu.cpp:117] data. DefaultCPUAllocator: not enough memory: you tried to allocate 1073741824 bytes.",
 ]
+# vLLM 0.32's CPU worker (the mock's crash_at_start variant), which names the KV cache that does not fit.
+CPU_KV_JOURNAL = [
+    "(EngineCore pid=13059) ERROR 12-03 05:59:34 [core.py:1510] ValueError: Available memory on node 0 "
+    "(11.9/17.96 GiB) on kv cache allocation is less than requested memory for kv (100000.0 GiB). Decrease "
+    "--kv-cache-memory-bytes, VLLM_CPU_KVCACHE_SPACE, or reduce CPU memory used by other processes.",
+    "RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}",
+]
 GENERIC_JOURNAL = [
     "(APIServer pid=9400) Traceback (most recent call last):",
     "(APIServer pid=9400) OSError: [Errno 98] Address already in use",
@@ -198,6 +205,7 @@ def test_a_worker_killed_by_sigill_is_named_behind_1500_lines_of_leak_noise():
       "(EngineCore_DP0 pid=48201) ERROR 11-29 14:03:02 [multiproc_executor.py:315] Worker proc VllmWorker-3 died "
       "unexpectedly (exit code: 1), shutting down executor."], "cuda_out_of_memory", None),
     (CPU_JOURNAL, "cpu_out_of_memory", CPU_JOURNAL[1]),
+    (CPU_KV_JOURNAL, "kv_cache_too_small", CPU_KV_JOURNAL[0]),
 ])
 @pytest.mark.parametrize("before", [0, 5000])
 def test_each_cause_is_found_behind_5000_lines_of_noise(journal, name, line, before):

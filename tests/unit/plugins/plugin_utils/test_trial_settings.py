@@ -81,6 +81,8 @@ def test_settings_that_follow_every_rule_have_no_problem():
     ({'vllm_switch_answer_requests': 0}, 'vllm_switch_answer_requests must be a whole number of at least 1, got 0'),
     ({'vllm_switch_answer_max_tokens': 2.5},
      'vllm_switch_answer_max_tokens must be a whole number of at least 1, got 2.5'),
+    ({'vllm_switch_engine_args_timeout': 0},
+     'vllm_switch_engine_args_timeout must be a whole number of at least 1, got 0'),
     ({'vllm_switch_ca_path': 'certs/ca.pem'}, "vllm_switch_ca_path: must be an absolute path of a PEM file"),
     ({'vllm_serve_args': {'ssl_certfile': 'cert.pem', 'ssl_keyfile': '/k.pem'}},
      "vllm_serve_args.ssl_certfile: must be an absolute path on the node"),

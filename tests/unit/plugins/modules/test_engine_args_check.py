@@ -1,0 +1,257 @@
+# Copyright (c) 2026, llmops.vllm maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""engine_args_check runs its proof script in a real interpreter against a stand-in vLLM package.
+
+The stand-in has vLLM's import paths and calls (the serve parser, the serve-argument check, the engine
+configuration) with a few of vLLM's refusals: suffix decoding without arctic-inference, mtp on a model
+without MTP layers, a context longer than the model's, an unknown flag. The script, the environment files and
+the answer are the module's own."""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import textwrap
+
+import pytest
+
+from ansible_collections.llmops.vllm.plugins.module_utils import _engine_args
+from ansible_collections.llmops.vllm.plugins.modules import engine_args_check
+
+from ansible_collections.llmops.vllm.tests.unit.plugins.modules.wait_fakes import run_module
+
+STAND_IN = {
+    'vllm/__init__.py': '',
+    'vllm/entrypoints/__init__.py': '',
+    'vllm/entrypoints/launchers/__init__.py': '',
+    'vllm/entrypoints/launchers/cli_args.py': '''
+        def make_arg_parser(parser):
+            parser.add_argument("--model", required=True)
+            parser.add_argument("--max-model-len", type=int)
+            parser.add_argument("--speculative-config")
+            parser.add_argument("--port", type=int, default=8000)
+            return parser
+
+        def validate_parsed_serve_args(args):
+            if args.port == 0:
+                raise TypeError("port must not be 0")
+        ''',
+    'vllm/utils/__init__.py': '',
+    'vllm/utils/argparse_utils.py': '''
+        import argparse
+
+        class FlexibleArgumentParser(argparse.ArgumentParser):
+            pass
+        ''',
+    'vllm/engine/__init__.py': '',
+    'vllm/engine/arg_utils.py': '''
+        import json, os, types
+
+        class AsyncEngineArgs:
+            def __init__(self, args):
+                self.args = args
+
+            @classmethod
+            def from_cli_args(cls, args):
+                return cls(args)
+
+            def create_engine_config(self):
+                with open(os.path.join(self.args.model, "config.json")) as handle:
+                    model = json.load(handle)
+                length = self.args.max_model_len or model["max_position_embeddings"]
+                if length > model["max_position_embeddings"]:
+                    raise ValueError("User-specified max_model_len (%d) is greater than the derived "
+                                     "max_model_len (%d)" % (length, model["max_position_embeddings"]))
+                speculative = json.loads(self.args.speculative_config) if self.args.speculative_config else None
+                if speculative and speculative["method"] == "suffix" and not os.environ.get("HAS_ARCTIC"):
+                    raise ImportError("Arctic Inference is required for suffix decoding.")
+                if speculative and speculative["method"] == "mtp" and not model.get("num_nextn_predict_layers"):
+                    raise NotImplementedError("Unsupported speculative method: 'mtp'")
+                print("INFO the engine configuration is built as user", os.environ.get("USER"))
+                spec = speculative and types.SimpleNamespace(
+                    method=speculative["method"], num_speculative_tokens=speculative.get("num_speculative_tokens"))
+                return types.SimpleNamespace(model_config=types.SimpleNamespace(max_model_len=length),
+                                             speculative_config=spec)
+        ''',
+}
+
+
+@pytest.fixture
+def node(tmp_path):
+    """A stand-in vLLM on PYTHONPATH (set by the unit's environment file, as a venv's site-packages would be),
+    a model directory, and the unit's argv."""
+    site = tmp_path / 'site'
+    for name, text in STAND_IN.items():
+        path = site / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+    model = tmp_path / 'model'
+    model.mkdir()
+    (model / 'config.json').write_text('{"max_position_embeddings": 2048}')
+    env_file = tmp_path / 'unit.env'
+    env_file.write_text('# written by the role\nPYTHONPATH=%s\nVLLM_CPU_KVCACHE_SPACE="1"\n' % site)
+
+    class Node:
+        def argv(self, *extra):
+            return [sys.executable, '-m', 'vllm.entrypoints.openai.api_server', '--model', str(model)] + list(extra)
+
+        def run(self, monkeypatch, *extra, **args):
+            args.setdefault('environment_files', [str(env_file), '-' + str(tmp_path / 'absent.secrets.env')])
+            args.update(argv=self.argv(*extra), name='vllm-x.service')
+            return run_module(monkeypatch, engine_args_check, args)
+
+    node = Node()
+    node.tmp_path = tmp_path
+    node.env_file = env_file
+    node.model = model
+    return node
+
+
+def test_arguments_vllm_accepts_pass_with_the_configuration_it_built(node, monkeypatch):
+    failed, result = node.run(monkeypatch, '--speculative-config', '{"method": "ngram", "num_speculative_tokens": 5}')
+    assert not failed, result['msg']
+    assert result['accepted'] is True
+    assert result['speculative_method'] == 'ngram'
+    assert result['num_speculative_tokens'] == 5
+    assert result['max_model_len'] == 2048
+    assert result['refusal'] is None
+    assert result['changed'] is False
+
+
+def test_suffix_without_its_package_is_refused_quoting_vllm(node, monkeypatch):
+    failed, result = node.run(monkeypatch, '--speculative-config', '{"method": "suffix"}')
+    assert failed
+    assert result['accepted'] is False
+    assert result['stage'] == 'engine_config'
+    assert result['refusal'] == ('ImportError while building the engine configuration: '
+                                 'Arctic Inference is required for suffix decoding.')
+    assert 'vllm-x.service' in result['msg']
+
+
+def test_the_environment_files_reach_vllm(node, monkeypatch):
+    # The same suffix variant passes once the unit's environment says the package is there.
+    with open(node.env_file, 'a') as handle:
+        handle.write('HAS_ARCTIC=1\n')
+    failed, result = node.run(monkeypatch, '--speculative-config', '{"method": "suffix"}')
+    assert not failed, result['msg']
+    assert result['speculative_method'] == 'suffix'
+
+
+def test_mtp_on_a_model_without_mtp_layers_is_refused(node, monkeypatch):
+    failed, result = node.run(monkeypatch, '--speculative-config', '{"method": "mtp", "num_speculative_tokens": 1}')
+    assert failed
+    assert result['refusal'] == ("NotImplementedError while building the engine configuration: "
+                                 "Unsupported speculative method: 'mtp'")
+
+
+def test_a_context_longer_than_the_models_is_refused(node, monkeypatch):
+    failed, result = node.run(monkeypatch, '--max-model-len', '65536')
+    assert failed
+    assert 'max_model_len (65536) is greater than' in result['refusal']
+
+
+def test_an_unknown_flag_is_refused_by_the_parser(node, monkeypatch):
+    failed, result = node.run(monkeypatch, '--max-modle-len', '1024')
+    assert failed
+    assert result['stage'] == 'parse'
+    assert result['refusal'].startswith('SystemExit while parsing the arguments')
+    assert any('unrecognized arguments: --max-modle-len' in line for line in result['log_tail'])
+
+
+def test_a_failed_serve_argument_check_names_its_stage(node, monkeypatch):
+    failed, result = node.run(monkeypatch, '--port', '0')
+    assert failed
+    assert result['refusal'] == 'TypeError while checking the serve arguments: port must not be 0'
+
+
+def test_a_venv_without_vllm_is_not_a_refusal(node, monkeypatch):
+    failed, result = node.run(monkeypatch, environment_files=[])
+    assert failed
+    assert result['refusal'] is None
+    assert result['msg'].startswith('Could not have vLLM check the arguments of vllm-x.service')
+    assert "ModuleNotFoundError: No module named 'vllm'" in result['msg']
+
+
+def test_a_missing_required_environment_file_fails_before_running(node, monkeypatch):
+    failed, result = node.run(monkeypatch, environment_files=[str(node.tmp_path / 'gone.env')])
+    assert failed
+    assert 'gone.env' in result['msg']
+    assert result['elapsed'] == 0.0
+
+
+def test_a_command_line_that_is_not_vllms_server_is_refused_before_running(monkeypatch):
+    failed, result = run_module(monkeypatch, engine_args_check, dict(argv=['/usr/bin/python3', 'server.py']))
+    assert failed
+    assert "argv must start with the venv's python, -m and vLLM's server module" in result['msg']
+
+
+def test_a_proof_that_does_not_answer_in_time_fails(node, monkeypatch):
+    slow = node.tmp_path / 'site' / 'vllm' / 'engine' / 'arg_utils.py'
+    slow.write_text('import time\ntime.sleep(30)\n')
+    failed, result = node.run(monkeypatch, timeout=2)
+    assert failed
+    assert result['msg'].endswith('vLLM did not answer within 2 s')
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not os.path.exists('/usr/bin/python3'), reason='dropping to another user needs root')
+def test_the_proof_runs_as_the_units_user(monkeypatch):
+    # Outside pytest's private temporary directory, which only root may enter; the system's interpreter, which
+    # every user may run.
+    with tempfile.TemporaryDirectory(dir='/tmp') as base:
+        os.chmod(base, 0o755)
+        for name, text in STAND_IN.items():
+            path = os.path.join(base, 'site', name)
+            os.makedirs(os.path.dirname(path), mode=0o755, exist_ok=True)
+            with open(path, 'w') as handle:
+                handle.write(textwrap.dedent(text))
+        os.makedirs(os.path.join(base, 'model'), mode=0o755)
+        with open(os.path.join(base, 'model', 'config.json'), 'w') as handle:
+            handle.write('{"max_position_embeddings": 2048}')
+        for root, dirs, files in os.walk(base):
+            for name in dirs:
+                os.chmod(os.path.join(root, name), 0o755)
+            for name in files:
+                os.chmod(os.path.join(root, name), 0o644)
+        env_file = os.path.join(base, 'unit.env')
+        with open(env_file, 'w') as handle:
+            handle.write('PYTHONPATH=%s\n' % os.path.join(base, 'site'))
+        failed, result = run_module(monkeypatch, engine_args_check, dict(
+            argv=['/usr/bin/python3', '-m', 'vllm.entrypoints.openai.api_server', '--model',
+                  os.path.join(base, 'model')],
+            environment_files=[env_file], user='nobody'))
+    assert not failed, result['msg']
+    assert 'INFO the engine configuration is built as user nobody' in result['log_tail']
+
+
+def test_an_unknown_user_fails_before_running(node, monkeypatch):
+    failed, result = node.run(monkeypatch, user='no-such-user-llmops')
+    assert failed
+    assert 'the user no-such-user-llmops does not exist on the node' in result['msg']
+
+
+def test_environment_files_are_read_as_systemd_reads_them(tmp_path):
+    first = tmp_path / 'a.env'
+    first.write_text('# comment\n; also a comment\nA=1\nB="two words"\nC=\'x\'\n\nnot a line\nD=a=b\n')
+    second = tmp_path / 'b.env'
+    second.write_text('A=overridden\n')
+    environment = _engine_args.unit_environment([str(first), str(second), '-' + str(tmp_path / 'none.env')],
+                                                {'PATH': '/usr/bin', 'A': 'base'})
+    assert environment == {'PATH': '/usr/bin', 'A': 'overridden', 'B': 'two words', 'C': 'x', 'D': 'a=b'}
+
+
+def test_the_answer_is_the_last_marker_line():
+    output = 'log\n%s{"stage": "parse"}\nmore log\n%s{"stage": "done"}\n' % (_engine_args.MARKER, _engine_args.MARKER)
+    assert _engine_args.parse_answer(output) == {'stage': 'done'}
+    assert _engine_args.parse_answer('no marker here') is None
+    assert _engine_args.log_tail(output) == ['log', 'more log']
+
+
+def test_environment_files_the_role_writes_read_back_unchanged(tmp_path):
+    from ansible_collections.llmops.vllm.plugins.module_utils._systemd_escape import format_environment_file
+    values = {'PLAIN': '1', 'QUOTES': 'say "hi"', 'DOLLAR': '$HOME and ${USER}', 'BACKSLASH': r'a\b\\c',
+              'TICK': '`date`', 'SPACES': '  two  spaces '}
+    path = tmp_path / 'written.env'
+    path.write_text(format_environment_file(values))
+    assert _engine_args.read_environment_file(str(path)) == values
