@@ -27,6 +27,7 @@ Molecule's create/destroy playbooks call this same script.
 
 import argparse
 import configparser
+import fcntl
 import hashlib
 import json
 import os
@@ -298,13 +299,19 @@ def port_open(node, timeout=0.5):
 
 
 def write_known_hosts(node):
-    """This node's host key, beside the other nodes' (one file, which the mock inventories name)."""
+    """This node's host key, beside the other nodes' (one file, which the mock inventories name).
+
+    Nodes boot at the same time (tests/run-all.sh runs two scenarios at once): the file is read and replaced
+    under a lock, or one node's entry would overwrite the other's and SSH to it would refuse its host key."""
     with open(os.path.join(node.machine, "etc/ssh/ssh_host_ed25519_key.pub"), encoding="utf-8") as handle:
         key_type, key = handle.read().split()[:2]
     path = os.path.join(SSH_DIR, "known_hosts")
     entry = "[%s]:%d" % (node.address, node.ssh_port)
-    others = [line for line in (read_stamp(path) or "").splitlines() if line and line.split()[0] != entry]
-    write_file(path, "".join(line + "\n" for line in others) + "%s %s %s\n" % (entry, key_type, key))
+    with open(path + ".lock", "a", encoding="ascii") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        others = [line for line in (read_stamp(path) or "").splitlines() if line and line.split()[0] != entry]
+        write_file(path + ".new", "".join(line + "\n" for line in others) + "%s %s %s\n" % (entry, key_type, key))
+        os.replace(path + ".new", path)
 
 
 def own_cgroups(node):
@@ -375,10 +382,12 @@ def wait_until_running(node, process, timeout):
             raise SystemExit("mock-host: SSH did not come up within %d s; see %s" % (timeout, node.log_file))
         time.sleep(0.2)
     remaining = max(5, int(deadline - time.monotonic()))
-    state = subprocess.run(ssh_argv(node, "timeout %d systemctl is-system-running --wait" % remaining),
-                           capture_output=True, text=True, check=False).stdout.strip()
+    answer = subprocess.run(ssh_argv(node, "timeout %d systemctl is-system-running --wait" % remaining),
+                            capture_output=True, text=True, check=False)
+    state = answer.stdout.strip()
     if state not in ("running", "degraded"):
-        raise SystemExit("mock-host: systemd inside reports %r" % state)
+        raise SystemExit("mock-host: systemd inside reports %r%s" % (
+            state, (" (ssh: %s)" % answer.stderr.strip()) if answer.stderr.strip() else ""))
     return state
 
 
