@@ -301,7 +301,7 @@ def port_open(node, timeout=0.5):
 def write_known_hosts(node):
     """This node's host key, beside the other nodes' (one file, which the mock inventories name).
 
-    Nodes boot at the same time (tests/run-all.sh runs two scenarios at once): the file is read and replaced
+    Nodes may boot at the same time (a fleet, or two scenarios at once): the file is read and replaced
     under a lock, or one node's entry would overwrite the other's and SSH to it would refuse its host key."""
     with open(os.path.join(node.machine, "etc/ssh/ssh_host_ed25519_key.pub"), encoding="utf-8") as handle:
         key_type, key = handle.read().split()[:2]
