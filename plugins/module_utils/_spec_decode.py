@@ -36,6 +36,10 @@ METHODS = {
     "mlp_speculator": _Method(needs_model=True, removed_in=(0, 33)),
 }
 
+# Methods whose proposer vLLM imports from a distribution of its own, which the variant's venv must hold
+# (vLLM 0.32.0 raises ImportError while it builds the speculative config without it).
+METHOD_PACKAGES = {"suffix": "arctic-inference"}
+
 # Model-specific MTP names that vLLM still accepts and rewrites to "mtp".
 LEGACY_MTP_METHODS = frozenset((
     "bailing_hybrid_mtp", "bailing_hybrid_v3_mtp", "deepseek_mtp", "dots3_note_mtp", "ernie_mtp",

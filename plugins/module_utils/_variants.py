@@ -10,6 +10,7 @@ so that a bad inventory fails on the controller before anything on a host change
 
 from __future__ import annotations
 
+import hashlib
 import ipaddress
 import json
 import math
@@ -19,6 +20,8 @@ from collections.abc import Mapping
 from ansible_collections.llmops.vllm.plugins.module_utils._type_names import plain_type_name
 
 from ansible_collections.llmops.vllm.plugins.module_utils._spec_decode import (
+    METHOD_PACKAGES,
+    canonical_method,
     check_speculative_config,
     parse_version,
 )
@@ -28,10 +31,14 @@ from ansible_collections.llmops.vllm.plugins.module_utils._systemd_escape import
     unit_setting_text,
 )
 
-VARIANT_KEYS = ("allow_unknown_keys", "description", "environment", "serve_args", "speculative_config",
-                "vllm_version")
+VARIANT_KEYS = ("allow_unknown_keys", "description", "environment", "pip_packages", "serve_args",
+                "speculative_config", "vllm_version")
 # A version names its venv directory (<vllm_venv_root>/<version>): a release and local tags, no path separators.
 VERSION_TEXT = re.compile(r"[0-9][0-9A-Za-z.+-]*\Z")
+# One distribution pinned to one release, as pip reads it; both parts also name the variant's venv directory.
+PINNED_PACKAGE = re.compile(r"([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)==([0-9][0-9A-Za-z.+-]*)\Z")
+# A venv directory named after its packages stays well inside a file name's 255 bytes; longer lists get a digest.
+VENV_LABEL_MAX_LENGTH = 100
 MODEL_KEYS = ("name", "path", "served_name")
 NAME_MAX_LENGTH = 64
 VARIANT_NAME = "[a-z0-9][a-z0-9_-]*"
@@ -387,6 +394,64 @@ def _variant_version(problems, settings, where, overrides):
     return str(own), release, "%s/%s" % (settings.venv_root, own)
 
 
+def _distribution_name(name):
+    """A distribution name as pip compares them (PEP 503): case and runs of -_. do not matter."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _variant_pip_packages(problems, where, overrides, speculative_config):
+    """The variant's own pinned packages, sorted by name, or None after a problem.
+
+    A speculative method whose proposer lives in another distribution (suffix: arctic-inference) needs it
+    pinned here: vLLM refuses the method at start without it, after the baseline has stopped.
+    """
+    packages = overrides.get("pip_packages")
+    if packages is None:
+        packages = []
+    if not isinstance(packages, (list, tuple)):
+        problems.append("%s.pip_packages: must be a list of pinned packages such as [\"arctic-inference==0.3.0\"], got %s"
+                        % (where, plain_type_name(packages)))
+        return None
+    pins = {}
+    valid = True
+    for index, entry in enumerate(packages):
+        match = PINNED_PACKAGE.match(entry) if isinstance(entry, str) else None
+        if match is None:
+            problems.append("%s.pip_packages[%d]: %r must pin one distribution to one release, NAME==VERSION (no "
+                            "options, ranges, extras or URLs), so that every install of the variant is the same"
+                            % (where, index, entry))
+            valid = False
+            continue
+        name = _distribution_name(match.group(1))
+        if name in pins:
+            problems.append("%s.pip_packages[%d]: %s is pinned twice" % (where, index, match.group(1)))
+            valid = False
+        pins[name] = entry
+    method = speculative_config.get("method") if isinstance(speculative_config, Mapping) else None
+    needed = METHOD_PACKAGES.get(canonical_method(method)) if isinstance(method, str) else None
+    if needed is not None and valid and needed not in pins:
+        problems.append("%s.pip_packages: speculative method %r needs %s in the variant's venv and vLLM refuses the "
+                        "method without it; pin it here, e.g. [\"%s==<release>\"]. The variant then runs from a "
+                        "venv of its own, since the package changes vLLM wherever it is installed"
+                        % (where, method, needed, needed))
+    return [pins[name] for name in sorted(pins)] if valid else None
+
+
+def _variant_venv(problems, settings, where, version_text, venv, pip_packages):
+    """The venv of a variant with packages of its own: <vllm_venv_root>/<version>+<packages>, apart from others."""
+    if not pip_packages or venv is None:
+        return venv
+    if settings.venv_root is None:
+        problems.append("%s.pip_packages: packages of the variant's own need a venv of its own, apart from the "
+                        "baseline's; set vllm_venv_root (the variant runs from <vllm_venv_root>/<version>+<packages>)"
+                        % where)
+        return None
+    label = "+".join(pin.replace("==", "-") for pin in pip_packages)
+    if len(label) > VENV_LABEL_MAX_LENGTH:
+        label = "packages-" + hashlib.sha256("\n".join(pip_packages).encode()).hexdigest()[:16]
+    return "%s/%s+%s" % (settings.venv_root, version_text, label)
+
+
 def _resolve_one(problems, settings, name, overrides):
     """Check one variant's overrides and, when they and the shared settings are valid, resolve its spec."""
     where = "vllm_variants.%s" % name
@@ -432,6 +497,8 @@ def _resolve_one(problems, settings, name, overrides):
 
     version_text, release, venv = _variant_version(problems, settings, where, overrides)
     speculative_config = overrides.get("speculative_config")
+    pip_packages = _variant_pip_packages(problems, where, overrides, speculative_config)
+    venv = _variant_venv(problems, settings, where, version_text, venv, pip_packages)
     if speculative_config is not None and release is not None:
         for key, rule in check_speculative_config(speculative_config,
                                                   tensor_parallel_size if target_size_known else None,
@@ -471,6 +538,7 @@ def _resolve_one(problems, settings, name, overrides):
         "tensor_parallel_size": tensor_parallel_size,
         "vllm_version": version_text,
         "venv": venv,
+        "pip_packages": pip_packages,
         "serve_args": serve_args,
         "speculative_config": speculative_config,
         "environment": dict((key, _text(value)) for key, value in environment.items() if value is not None),

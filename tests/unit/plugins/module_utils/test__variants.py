@@ -128,6 +128,71 @@ def test_a_release_of_its_own_is_refused_without_a_place_for_its_venv(overrides,
     assert any(message in problem for problem in caught.value.problems), caught.value.problems
 
 
+SUFFIX = {"method": "suffix"}
+
+
+def test_a_variant_with_packages_of_its_own_runs_from_a_venv_of_its_own():
+    variants = with_variant("suffix", {"speculative_config": SUFFIX,
+                                       "pip_packages": ["Arctic_Inference==0.3.0", "aaa-extra==1.2"]})
+    specs = resolve(variants=variants, venv="/opt/vllm/0.32.0", venv_root="/opt/vllm")
+    suffix = specs["suffix"]
+    # Sorted by the name pip compares, kept as written; the venv is named after them, beside the release's.
+    assert suffix["pip_packages"] == ["aaa-extra==1.2", "Arctic_Inference==0.3.0"]
+    assert suffix["venv"] == "/opt/vllm/0.32.0+aaa-extra-1.2+Arctic_Inference-0.3.0"
+    assert suffix["argv"][0] == suffix["venv"] + "/bin/python"
+    assert suffix["vllm_version"] == "0.32.0"
+    # The package changes vLLM wherever it is installed: the baseline's venv stays without it.
+    assert (specs["baseline"]["venv"], specs["baseline"]["pip_packages"]) == ("/opt/vllm/0.32.0", [])
+    # With a release of its own too, the packages sit on top of that release.
+    upgraded = resolve(variants=with_variant("suffix", {"speculative_config": SUFFIX, "vllm_version": "0.33.0",
+                                                        "pip_packages": ["arctic-inference==0.3.0"]}),
+                       venv="/opt/vllm/0.32.0", venv_root="/opt/vllm")
+    assert upgraded["suffix"]["venv"] == "/opt/vllm/0.33.0+arctic-inference-0.3.0"
+
+
+def test_a_long_package_list_names_its_venv_by_digest():
+    pins = ["package-number-%02d==1.0.%d" % (index, index) for index in range(12)]
+    specs = resolve(variants=with_variant("many", {"pip_packages": pins}), venv_root="/opt/vllm")
+    venv = specs["many"]["venv"]
+    assert venv.startswith("/opt/vllm/0.32.0+packages-") and len(venv.rsplit("/", 1)[1]) < 64
+    # The same packages in another order are the same venv; another release of one of them is not.
+    again = resolve(variants=with_variant("many", {"pip_packages": pins[::-1]}), venv_root="/opt/vllm")
+    assert again["many"]["venv"] == venv
+    moved = resolve(variants=with_variant("many", {"pip_packages": pins[:-1] + ["package-number-11==2.0"]}),
+                    venv_root="/opt/vllm")
+    assert moved["many"]["venv"] != venv
+
+
+@pytest.mark.parametrize("overrides, changes, message", [
+    ({"speculative_config": SUFFIX}, {"venv_root": "/opt/vllm"},
+     "vllm_variants.upgrade.pip_packages: speculative method 'suffix' needs arctic-inference in the variant's venv"),
+    ({"speculative_config": SUFFIX, "pip_packages": ["numpy==2.0.0"]}, {"venv_root": "/opt/vllm"},
+     "vllm_variants.upgrade.pip_packages: speculative method 'suffix' needs arctic-inference"),
+    ({"speculative_config": SUFFIX, "pip_packages": ["arctic-inference==0.3.0"]}, {},
+     "vllm_variants.upgrade.pip_packages: packages of the variant's own need a venv of its own"),
+    ({"pip_packages": "arctic-inference==0.3.0"}, {"venv_root": "/opt/vllm"},
+     "vllm_variants.upgrade.pip_packages: must be a list of pinned packages"),
+    ({"pip_packages": ["arctic-inference>=0.3"]}, {"venv_root": "/opt/vllm"},
+     "vllm_variants.upgrade.pip_packages[0]: 'arctic-inference>=0.3' must pin one distribution to one release"),
+    ({"pip_packages": ["--index-url=http://x/ a==1"]}, {"venv_root": "/opt/vllm"},
+     "vllm_variants.upgrade.pip_packages[0]: '--index-url=http://x/ a==1' must pin one distribution"),
+    ({"pip_packages": ["arctic-inference[vllm]==0.3.0"]}, {"venv_root": "/opt/vllm"},
+     "vllm_variants.upgrade.pip_packages[0]: 'arctic-inference[vllm]==0.3.0' must pin one distribution"),
+    ({"pip_packages": ["a==1/../../x"]}, {"venv_root": "/opt/vllm"},
+     "vllm_variants.upgrade.pip_packages[0]: 'a==1/../../x' must pin one distribution"),
+    ({"pip_packages": ["a==1\n"]}, {"venv_root": "/opt/vllm"},
+     "vllm_variants.upgrade.pip_packages[0]: 'a==1\\n' must pin one distribution"),
+    ({"pip_packages": [7]}, {"venv_root": "/opt/vllm"},
+     "vllm_variants.upgrade.pip_packages[0]: 7 must pin one distribution"),
+    ({"pip_packages": ["Arctic_Inference==0.3.0", "arctic-inference==0.2.0"]}, {"venv_root": "/opt/vllm"},
+     "vllm_variants.upgrade.pip_packages[1]: arctic-inference is pinned twice"),
+])
+def test_packages_of_a_variants_own_are_refused_unless_pinned_and_placed(overrides, changes, message):
+    with pytest.raises(VariantError) as caught:
+        resolve(variants=with_variant("upgrade", overrides), **changes)
+    assert any(message in problem for problem in caught.value.problems), caught.value.problems
+
+
 @pytest.mark.parametrize("value, words", [
     (True, ["--flag"]),
     (False, []),
@@ -294,7 +359,9 @@ BAD_INPUTS = [
     ({"serve_args": {"tensor_parallel_size": 8, "max_num_batched_tokens": "8k"}},
      "vllm_serve_args.max_num_batched_tokens: must be an integer, got str"),
     ({"variants": with_variant("ngram", {"speculative_config": {"method": "suffix",
-                                                                "suffix_decoding_min_token_prob": 1.5}})},
+                                                                "suffix_decoding_min_token_prob": 1.5},
+                                         "pip_packages": ["arctic-inference==0.3.0"]}),
+      "venv_root": "/opt/vllm"},
      "vllm_variants.ngram.speculative_config.suffix_decoding_min_token_prob: must be in [0, 1], got 1.5"),
     ({"variants": with_variant("eagle3", {"speculative_config": dict(EAGLE3, prompt_lookup_max=4)})},
      "vllm_variants.eagle3.speculative_config.prompt_lookup_max: only the n-gram methods (ngram, ngram_gpu) read "
@@ -357,7 +424,7 @@ def test_every_bad_input_is_reported_in_one_go():
         "vllm_environment.1X: not a valid environment variable name (letters, digits, _; no leading digit)",
         "vllm_port: must be an integer from 1 to 65535, got 0",
         "vllm_variants.ngram.x: unknown variant key (known: allow_unknown_keys, description, environment, "
-        "serve_args, speculative_config, vllm_version)",
+        "pip_packages, serve_args, speculative_config, vllm_version)",
         "vllm_variants.ngram.speculative_config.num_speculative_tokens: must be an integer > 0, got 0",
     ]
 
