@@ -133,7 +133,7 @@ def test_a_venv_holding_the_release_but_another_pin_gets_the_pin(tmp_path, wheel
 def test_a_venv_without_the_pins_fails_naming_the_variable_when_the_role_may_not_install(tmp_path, wheels):
     venv = tmp_path / "venv"
     assert install(tmp_path, wheels, venv, [])[1] is None
-    _, failure = install(tmp_path, wheels, venv, ["fake-plugin==0.3.0"], vllm_install=False)
+    failure = install(tmp_path, wheels, venv, ["fake-plugin==0.3.0"], vllm_install=False)[1]
     assert failure["failed"] is True
     assert failure["msg"] == ("vllm_variants.suffix.pip_packages: %s lacks fake-plugin==0.3.0 (set vllm_install: true "
                               "or install them)" % venv)
