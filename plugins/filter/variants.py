@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.llmops.vllm.plugins.module_utils._systemd_escape import format_environment_file
-from ansible_collections.llmops.vllm.plugins.module_utils._variants import (
+from ansible_collections.llmops.vllm.plugins.plugin_utils._systemd_escape import format_environment_file
+from ansible_collections.llmops.vllm.plugins.plugin_utils._variants import (
     VariantError,
     environment_strings,
     resolve_variant,

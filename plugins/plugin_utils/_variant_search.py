@@ -56,12 +56,12 @@ import statistics
 import typing as t
 from collections.abc import Iterable, Mapping
 
-from ansible_collections.llmops.vllm.plugins.module_utils._spec_decode import (
+from ansible_collections.llmops.vllm.plugins.plugin_utils._spec_decode import (
     canonical_method,
     check_speculative_config,
 )
 from ansible_collections.llmops.vllm.plugins.module_utils._type_names import plain_type_name
-from ansible_collections.llmops.vllm.plugins.module_utils._variants import NAME_MAX_LENGTH, VARIANT_NAME
+from ansible_collections.llmops.vllm.plugins.plugin_utils._variants import NAME_MAX_LENGTH, VARIANT_NAME
 
 K = 'num_speculative_tokens'
 DEFAULT_BAND_PCT = 10.0

@@ -249,7 +249,7 @@ def test_the_answer_is_the_last_marker_line():
 
 
 def test_environment_files_the_role_writes_read_back_unchanged(tmp_path):
-    from ansible_collections.llmops.vllm.plugins.module_utils._systemd_escape import format_environment_file
+    from ansible_collections.llmops.vllm.plugins.plugin_utils._systemd_escape import format_environment_file
     values = {'PLAIN': '1', 'QUOTES': 'say "hi"', 'DOLLAR': '$HOME and ${USER}', 'BACKSLASH': r'a\b\\c',
               'TICK': '`date`', 'SPACES': '  two  spaces '}
     path = tmp_path / 'written.env'

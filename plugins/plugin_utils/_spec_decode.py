@@ -1,4 +1,4 @@
-# This module_utils file is private to the llmops.vllm collection: its API may change without notice.
+# This file is private to the llmops.vllm collection; its interface may change without notice.
 # Copyright (c) llmops.vllm contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later

@@ -1,4 +1,4 @@
-# This module_utils file is private to the llmops.vllm collection: its API may change without notice.
+# This file is private to the llmops.vllm collection; its interface may change without notice.
 # Copyright (c) llmops.vllm contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
@@ -19,13 +19,13 @@ from collections.abc import Mapping
 
 from ansible_collections.llmops.vllm.plugins.module_utils._type_names import plain_type_name
 
-from ansible_collections.llmops.vllm.plugins.module_utils._spec_decode import (
+from ansible_collections.llmops.vllm.plugins.plugin_utils._spec_decode import (
     METHOD_PACKAGES,
     canonical_method,
     check_speculative_config,
     parse_version,
 )
-from ansible_collections.llmops.vllm.plugins.module_utils._systemd_escape import (
+from ansible_collections.llmops.vllm.plugins.plugin_utils._systemd_escape import (
     ENVIRONMENT_NAME,
     format_exec_command,
     unit_setting_text,

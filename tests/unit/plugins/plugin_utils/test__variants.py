@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from ansible_collections.llmops.vllm.plugins.module_utils._variants import (
+from ansible_collections.llmops.vllm.plugins.plugin_utils._variants import (
     VariantError,
     environment_strings,
     resolve_variant,

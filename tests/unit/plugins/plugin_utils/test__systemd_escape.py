@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.llmops.vllm.plugins.module_utils._systemd_escape import (
+from ansible_collections.llmops.vllm.plugins.plugin_utils._systemd_escape import (
     format_environment_file,
     format_exec_command,
     quote_exec_argument,

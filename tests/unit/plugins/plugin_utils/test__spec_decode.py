@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.llmops.vllm.plugins.module_utils._spec_decode import (
+from ansible_collections.llmops.vllm.plugins.plugin_utils._spec_decode import (
     KNOWN_KEYS,
     METHODS,
     canonical_method,
