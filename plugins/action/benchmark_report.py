@@ -10,18 +10,11 @@ import sqlite3
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.llmops.vllm.plugins.plugin_utils._report import write_report
+from ansible_collections.llmops.vllm.plugins.modules.benchmark_report import DOCUMENTATION
 from ansible_collections.llmops.vllm.plugins.plugin_utils._callback_settings import CALLBACK, callback_setting
+from ansible_collections.llmops.vllm.plugins.plugin_utils._documented_options import documented_argument_spec
+from ansible_collections.llmops.vllm.plugins.plugin_utils._report import UNDECIDED, decisions_by_trial, write_report
 from ansible_collections.llmops.vllm.plugins.plugin_utils._results_store import ResultsStore, ResultsStoreError
-
-_ARGUMENT_SPEC = {
-    'dest': {'type': 'path', 'required': True},
-    'database': {'type': 'path'},
-    'baseline_variant': {'type': 'str'},
-    'noise_pct': {'type': 'float'},
-    'chart': {'type': 'bool', 'default': True},
-    'rankings': {'type': 'list', 'elements': 'dict', 'default': []},
-}
 
 
 class ActionModule(ActionBase):
@@ -34,10 +27,9 @@ class ActionModule(ActionBase):
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
         del tmp
-        dummy, args = self.validate_argument_spec(argument_spec=_ARGUMENT_SPEC)
+        dummy, args = self.validate_argument_spec(argument_spec=documented_argument_spec(DOCUMENTATION))
         database = args['database'] or callback_setting('database')
         baseline_variant = args['baseline_variant'] or callback_setting('baseline_variant')
-        noise_pct = callback_setting('noise_pct') if args['noise_pct'] is None else args['noise_pct']
         if not os.path.exists(database):
             raise AnsibleActionFail(f'No benchmark database at {database}: nothing has been recorded there yet'
                                     f' (is the {CALLBACK} callback enabled?)')
@@ -46,7 +38,7 @@ class ActionModule(ActionBase):
                 records = store.records()
                 decisions = store.decisions()
                 history = store.history()
-            outcome = write_report(args['dest'], records, baseline_variant, noise_pct, decisions=decisions,
+            outcome = write_report(args['dest'], records, baseline_variant, decisions=decisions,
                                    history=history, rankings=args['rankings'],
                                    draw_charts=args['chart'], check_mode=self._task.check_mode)
         except (sqlite3.Error, OSError, ResultsStoreError) as error:
@@ -56,9 +48,12 @@ class ActionModule(ActionBase):
             dest=outcome.path,
             charts=list(outcome.charts),
             stored_results=len(records),
-            comparisons=[_comparison_summary(row, baseline_variant)
+            comparisons=[_comparison_summary(row, baseline_variant, decisions_by_trial(decisions))
                          for rows in outcome.groups.values() for row in rows],
         )
+        if args['noise_pct'] is not None:
+            result['deprecations'] = [{'msg': 'benchmark_report: noise_pct is ignored, a verdict is the decision of'
+                                              ' a trial', 'version': '2.0.0', 'collection_name': 'llmops.vllm'}]
         if outcome.chart_note:
             result['chart_note'] = outcome.chart_note
         if self._task.diff and outcome.changed:
@@ -67,12 +62,15 @@ class ActionModule(ActionBase):
         return result
 
 
-def _comparison_summary(row, baseline_variant):
+def _comparison_summary(row, baseline_variant, decisions):
     record = row.record
+    decision = decisions.get((record.host, record.model, record.variant, record.run_id))
     if record.variant == baseline_variant:
-        verdict = 'baseline'
+        verdict, decision = 'baseline', None
+    elif decision is None:
+        verdict = UNDECIDED
     else:
-        verdict = row.verdict.verdict if row.verdict else None
+        verdict, decision = decision.get('outcome'), decision.get('decision')
     return {
         'host': record.host,
         'model': record.model,
@@ -81,7 +79,8 @@ def _comparison_summary(row, baseline_variant):
         'recorded_at': record.recorded_at,
         'run_id': record.run_id,
         'verdict': verdict,
-        'delta_pct': row.verdict.delta_pct if row.verdict else None,
+        'decision': decision,
+        'delta_pct': row.change.delta_pct if row.change else None,
         'baseline_run_id': row.baseline.run_id if row.baseline is not None else None,
         'baseline_same_run': row.baseline_from_same_run,
         'task_failed': record.task_failed,

@@ -18,12 +18,14 @@ description:
     so that tools reading those files read these too.
   - At the end of the playbook prints, per host and model, each variant measured in this run against
     the baseline measured in this run, or, failing that, against the latest stored baseline of that
-    host and model, which the table then says. The verdict rule is the one of the
-    P(llmops.vllm.benchmark_verdict#filter) filter.
+    host and model, which the table then says, with the changes in percent.
   - Stores every answer of M(llmops.vllm.trial_decision) (the switch role's keep-or-roll-back decision) in
     the same database, table C(decisions), and as a JSON file. A variant decided on in this run shows that
-    decision in the table instead of the verdict, with its reason below, so that the console, the database,
-    the JSON files and the report say the same.
+    decision in the table, with its reason below, so that the console, the database, the JSON files and
+    the report say the same. A variant's result that no trial decided is shown as undecided; the table
+    never labels a result faster or slower on its own.
+  - Only prints and stores. The switch role's decision reads nothing that this callback keeps, so a
+    playbook run without it decides alike.
   - A run is one C(ansible-playbook) invocation. Results are recognised by the task's action,
     C(llmops.vllm.openai_benchmark) or the short name C(openai_benchmark); the host is the task's
     host even when the benchmark was delegated.
@@ -82,18 +84,16 @@ options:
       - name: LLMOPS_VLLM_BENCHMARKS_BASELINE_VARIANT
   noise_pct:
     description:
-      - Half-width, in percent of the baseline's output throughput, of the band inside which a
-        difference is reported as noise when the two results do not both carry 95% confidence intervals.
+      - Deprecated and ignored; it will be removed in release 2.0.0. The table no longer labels a result
+        by a noise band; it shows the decision of the trial that measured it, or undecided.
     type: float
-    default: 8.0
     ini:
       - section: callback_variant_benchmarks
         key: noise_pct
     env:
       - name: LLMOPS_VLLM_BENCHMARKS_NOISE_PCT
 seealso:
-  - plugin: llmops.vllm.benchmark_verdict
-    plugin_type: filter
+  - module: llmops.vllm.trial_decision
   - module: llmops.vllm.benchmark_report
   - module: llmops.vllm.openai_benchmark
 """
@@ -255,17 +255,20 @@ class CallbackModule(CallbackBase):
         if not self._records:
             return
         baseline_variant = self.get_option('baseline_variant')
-        noise_pct = self.get_option('noise_pct')
+        if self.get_option('noise_pct') is not None:
+            self._display.deprecated('The noise_pct option of the llmops.vllm.variant_benchmarks callback is ignored:'
+                                     " the table shows each trial's decision", version='2.0.0',
+                                     collection_name='llmops.vllm')
         groups = comparison_rows(self._records, self._records + self._stored_baselines(baseline_variant),
-                                 baseline_variant, noise_pct)
+                                 baseline_variant)
         self._display.banner('VARIANT BENCHMARKS')
-        self._display.display(f'Run {self._run_id[:8]}. {rule_summary(baseline_variant, noise_pct)}')
+        self._display.display(f'Run {self._run_id[:8]}. {rule_summary(baseline_variant)}')
         self._display.display(text_table(groups, baseline_variant, decisions_by_trial(self._decisions)))
         self._display.display(
             f"Stored {self._stored_rows} of {len(self._records)} results in {self.get_option('database')};"
             f" {self._json_files} JSON files in {self.get_option('json_dir')}.")
         if self.get_option('report'):
-            self._write_report(baseline_variant, noise_pct)
+            self._write_report(baseline_variant)
 
     def _stored_baselines(self, baseline_variant):
         """Baselines of earlier runs for the hosts and models of this run, to fall back on."""
@@ -279,14 +282,14 @@ class CallbackModule(CallbackBase):
         return [record for record in stored
                 if record.run_id != self._run_id and (record.host, record.model) in series]
 
-    def _write_report(self, baseline_variant, noise_pct) -> None:
+    def _write_report(self, baseline_variant) -> None:
         path = self.get_option('report')
         try:
             with ResultsStore(self.get_option('database')) as store:
                 records = store.records()
                 decisions = store.decisions()
                 history = store.history()
-            outcome = write_report(path, records, baseline_variant, noise_pct, decisions=decisions, history=history)
+            outcome = write_report(path, records, baseline_variant, decisions=decisions, history=history)
         except _STORAGE_ERRORS as error:
             self._display.warning(f'variant_benchmarks: could not write the report {path}: {error}')
             return

@@ -78,8 +78,8 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.llmops.vllm.plugins.plugin_utils._comparison import DEFAULT_MARGIN_PCT
 from ansible_collections.llmops.vllm.plugins.plugin_utils._decision import (
+    DEFAULT_MARGIN_PCT,
     KEEP_WHEN,
     NOT_SLOWER,
     DecisionError,

@@ -21,7 +21,7 @@ description:
   - With O(recorded), the identity of an earlier trial, RV(_value.changed) names the parts that differ.
 options:
   _input:
-    description: The variant, as P(llmops.vllm.variant_spec#filter) returns it.
+    description: One variant, as P(llmops.vllm.variant_specs#filter) returns each.
     type: dict
     required: true
   unit:

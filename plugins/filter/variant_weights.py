@@ -16,7 +16,7 @@ description:
     argument (the model) or the speculative config's C(revision) (the draft), V(null) when unpinned.
 options:
   _input:
-    description: The variant, as P(llmops.vllm.variant_spec#filter) returns it.
+    description: One variant, as P(llmops.vllm.variant_specs#filter) returns each.
     type: dict
     required: true
 seealso:

@@ -3,55 +3,45 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Filters that validate vLLM variants and resolve them into unit contents.
 
-Their documentation lives beside this file, one sidecar per filter (variant_specs.yml, variant_spec.yml,
-environment_file.yml), as ansible-doc expects for a file that defines several filters.
+Their documentation lives beside this file, one sidecar per filter (variant_specs.yml, environment_file.yml),
+as ansible-doc expects for a file that defines several filters.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.llmops.vllm.plugins.doc_fragments.variant_settings import ModuleDocFragment
+from ansible_collections.llmops.vllm.plugins.module_utils._type_names import plain_type_name
+from ansible_collections.llmops.vllm.plugins.plugin_utils._documented_options import documented_argument_spec
 from ansible_collections.llmops.vllm.plugins.plugin_utils._systemd_escape import format_environment_file
 from ansible_collections.llmops.vllm.plugins.plugin_utils._variants import (
     VariantError,
+    complete_settings,
     environment_strings,
-    resolve_variant,
     resolve_variants,
 )
 
+# The settings as the doc fragment declares them: their names and defaults are stated there alone.
+_SETTINGS = documented_argument_spec(ModuleDocFragment.DOCUMENTATION)
 
-def variant_specs(variants, model, serve_args=None, environment=None, baseline="baseline", host="127.0.0.1",
-                  port=8000, gpu_count=1, venv="/opt/vllm/venv", version=None, config_dir="/etc/vllm",
-                  state_dir="/var/lib/vllm", secret_environment_names=None, user=None, group=None,
-                  supplementary_groups=None, stop_timeout=None, system_call_filter=None, device_allow=None,
-                  venv_root=None):
-    """Return variant name -> resolved variant for every variant and the baseline."""
+
+def variant_specs(variants, settings=None, **keywords):
+    """Return variant name -> resolved variant for every variant and the baseline.
+
+    The shared settings come in one mapping; each may also be given as a keyword, as release 1.0 took them.
+    """
     try:
-        return resolve_variants(variants, model, serve_args=serve_args, environment=environment, baseline=baseline,
-                                host=host, port=port, gpu_count=gpu_count, venv=venv, version=version,
-                                config_dir=config_dir, state_dir=state_dir,
-                                secret_environment_names=secret_environment_names, user=user, group=group,
-                                supplementary_groups=supplementary_groups, stop_timeout=stop_timeout,
-                                system_call_filter=system_call_filter, device_allow=device_allow,
-                                venv_root=venv_root)
-    except VariantError as exc:
-        raise AnsibleFilterError(str(exc)) from None
-
-
-def variant_spec(variants, name, model, serve_args=None, environment=None, baseline="baseline", host="127.0.0.1",
-                 port=8000, gpu_count=1, venv="/opt/vllm/venv", version=None, config_dir="/etc/vllm",
-                 state_dir="/var/lib/vllm", secret_environment_names=None, user=None, group=None,
-                 supplementary_groups=None, stop_timeout=None, system_call_filter=None, device_allow=None,
-                 venv_root=None):
-    """Return the resolved variant called name; an unknown name is an error naming vllm_variant."""
-    try:
-        return resolve_variant(variants, name, model, serve_args=serve_args, environment=environment,
-                               baseline=baseline, host=host, port=port, gpu_count=gpu_count, venv=venv,
-                               version=version, config_dir=config_dir, state_dir=state_dir,
-                               secret_environment_names=secret_environment_names, user=user, group=group,
-                               supplementary_groups=supplementary_groups, stop_timeout=stop_timeout,
-                               system_call_filter=system_call_filter, device_allow=device_allow,
-                               venv_root=venv_root)
+        if keywords:
+            if settings is not None and not isinstance(settings, Mapping):
+                raise VariantError(["variant_specs: settings must be a dict, got %s" % plain_type_name(settings)])
+            twice = sorted(set(keywords) & set(settings or {}))
+            if twice:
+                raise VariantError(["variant_specs: %s given both in settings and as a keyword" % ", ".join(twice)])
+            settings = dict(settings or {}, **keywords)
+        return resolve_variants(variants, complete_settings(settings, _SETTINGS, "variant_specs settings"))
     except VariantError as exc:
         raise AnsibleFilterError(str(exc)) from None
 
@@ -70,6 +60,5 @@ class FilterModule:
     def filters(self):
         return {
             "variant_specs": variant_specs,
-            "variant_spec": variant_spec,
             "environment_file": environment_file,
         }

@@ -15,8 +15,8 @@ author:
 description:
   - Reads the benchmark results that the P(llmops.vllm.variant_benchmarks#callback) callback stored
     and writes a Markdown report of them on the controller. Per host and model it has a table of the
-    latest result of every variant against the baseline, with deltas and a verdict, and the history
-    of every variant over time.
+    latest result of every variant against the baseline, with its changes and the decision of the trial
+    that measured it, and the history of every variant over time.
   - When the Python module C(matplotlib) is importable on the controller, a PNG chart of output
     tokens/s per variant over time is written beside the report for every host and model, named after
     the report, host and model. Without it the report says that the chart was not drawn.
@@ -25,9 +25,10 @@ description:
     each host's and model's section has a table of them (unit, whole start, each phase), and with C(matplotlib) a
     PNG with one stacked horizontal bar per start is written beside the report, named C(<stem>-starts.png).
     Without starts on record the report has neither.
-  - The verdict rule is that of the P(llmops.vllm.benchmark_verdict#filter) filter. A variant is judged
-    against the baseline of the same host, model and concurrency measured in the same run, or else
-    against the latest one recorded before it, which the report then notes.
+  - A variant's verdict is the decision that M(llmops.vllm.trial_decision) took in the run that measured it;
+    a result that no trial decided is shown as undecided, whatever its change. Changes are against the
+    baseline of the same host, model and concurrency measured in the same run, or else against the latest one
+    recorded before it, which the report then notes.
   - Files are only replaced when their content changes, so running it twice reports no change.
 options:
   dest:
@@ -49,9 +50,8 @@ options:
     type: str
   noise_pct:
     description:
-      - Half-width of the noise band, in percent of the baseline's output throughput, applied where the
-        two results do not both carry 95% confidence intervals.
-      - Defaults to the O(llmops.vllm.variant_benchmarks#callback:noise_pct) of the callback's configuration.
+      - Deprecated and ignored; it will be removed in release 2.0.0. Results are no longer labelled by a noise
+        band; a verdict is a trial's decision.
     type: float
   chart:
     description:
@@ -91,8 +91,7 @@ requirements:
 seealso:
   - plugin: llmops.vllm.variant_benchmarks
     plugin_type: callback
-  - plugin: llmops.vllm.benchmark_verdict
-    plugin_type: filter
+  - module: llmops.vllm.trial_decision
 """
 
 EXAMPLES = r"""
@@ -107,12 +106,11 @@ EXAMPLES = r"""
     database: /srv/backups/benchmarks.sqlite3
     dest: /srv/www/reports/benchmarks.md
     chart: false
-    noise_pct: 3
   register: report
 
-- name: Show which variants lost against their baseline
+- name: Show which variants their trials rolled back
   ansible.builtin.debug:
-    msg: "{{ report.comparisons | selectattr('verdict', 'equalto', 'slower') | map(attribute='variant') | list }}"
+    msg: "{{ report.comparisons | selectattr('decision', 'equalto', 'roll_back') | map(attribute='variant') | list }}"
 """
 
 RETURN = r"""
@@ -171,12 +169,19 @@ comparisons:
       sample: 3f2a9c1b0d6e4b7f9a8c1d2e3f4a5b6c
     verdict:
       description:
-        - V(faster), V(slower) or V(within_noise) against the baseline; V(baseline) for the baseline's own
-          rows; V(null) when there was no baseline to compare with (see RV(comparisons[].problem)).
+        - The outcome that the trial which measured the result decided, as M(llmops.vllm.trial_decision) returns
+          it (V(faster), V(not_slower), V(slower), V(inconclusive), V(slo_breached) or V(incorrect)).
+        - V(baseline) for the baseline's own rows; V(undecided) when no trial decided on the result.
+        - Changed in release 1.2.0; it was a comparison of its own before, which could disagree with the decision.
       type: str
       sample: slower
+    decision:
+      description: V(keep) or V(roll_back), what that trial did; V(null) for the baseline and undecided results.
+      type: str
+      sample: roll_back
+      version_added: 1.2.0
     delta_pct:
-      description: Change in output throughput against the baseline, in percent; V(null) without a verdict.
+      description: Change in output throughput against the baseline, in percent; V(null) without a baseline.
       type: float
       sample: -37.8
     baseline_run_id:
@@ -189,6 +194,6 @@ comparisons:
       description: Whether the benchmark task that produced the result failed.
       type: bool
     problem:
-      description: Why there is no verdict, V(null) when there is one.
+      description: Why the result has no change against a baseline, V(null) when it has one.
       type: str
 """

@@ -3,21 +3,11 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 
-"""Variant-against-baseline comparison and the verdict rule.
+"""A variant's results beside the baseline's: the changes in percent, and which baseline each is measured against.
 
-The callback's table, the report and the benchmark_verdict filter (and through it the decision to
-keep a variant or roll back) all judge a variant here, so they can never disagree.
-
-The verdict is taken on output throughput (tokens/s), the number an operator is paid in; TPOT and
-TTFT deltas are reported beside it. When both sides carry a 95% confidence interval from repeated
-runs, the variant is faster (slower) when the 95% interval of the difference, of half-width
-sqrt(h_variant^2 + h_baseline^2), lies entirely above (below) zero. Without intervals on both
-sides the delta has to leave a symmetric noise band of +/- noise_pct percent of the baseline.
-
-"Within noise" only says that no difference was shown, which a noisy measurement always says. A
-variant is therefore also judged "not slower" only when the measurement shows it to be at most
-noise_pct slower: the lower end of the 95% interval of the difference (without intervals, the delta
-itself) is at least -noise_pct. That is what the switch role keeps a variant on.
+This module labels nothing. Whether a variant is faster, not slower or slower is the decision's
+(plugin_utils._decision), taken once per trial on its runs and the baseline's lifetimes; the console
+table and the report show that decision, or show a result as undecided when no trial decided it.
 """
 
 from __future__ import annotations
@@ -28,17 +18,6 @@ import typing as t
 from collections.abc import Iterable, Mapping, Sequence
 
 from ansible_collections.llmops.vllm.plugins.module_utils._type_names import plain_type_name
-
-FASTER = 'faster'
-SLOWER = 'slower'
-WITHIN_NOISE = 'within_noise'
-
-# The one margin of the collection, in percent of the baseline's output tokens/s: how much slower a
-# kept variant may be shown to be at most (trial_decision), and the noise band of comparisons
-# without confidence intervals. Chosen from the error rates that tests/benchmarks/verdict_error_rates.py
-# measures (docs/benchmarking.md).
-DEFAULT_MARGIN_PCT = 8.0
-DEFAULT_NOISE_PCT = DEFAULT_MARGIN_PCT
 
 # Benchmark options that do not change the workload of one concurrency level: levels are matched
 # by concurrency, repeats only narrow the confidence interval, and the rest is plumbing.
@@ -51,20 +30,15 @@ class ComparisonError(ValueError):
 
 
 @dataclasses.dataclass(frozen=True)
-class LevelVerdict:
-    """The judgement of one concurrency level."""
+class LevelChange:
+    """How one concurrency level of a variant differs from the same level of the baseline, in percent."""
 
     max_concurrency: int | None
-    verdict: str
     delta_pct: float
-    method: str
-    threshold_pct: float
     variant_output_throughput: float
     baseline_output_throughput: float
     tpot_delta_pct: float | None
     ttft_delta_pct: float | None
-    lower_bound_pct: float
-    not_slower: bool
 
     def as_dict(self) -> dict[str, t.Any]:
         return dataclasses.asdict(self)
@@ -87,54 +61,22 @@ def output_throughput(metrics: Mapping[str, t.Any], side: str = 'result') -> tup
     return value, metric_number(metrics, 'output_throughput_ci95', side)
 
 
-def compare_level(variant: Mapping[str, t.Any], baseline: Mapping[str, t.Any],
-                  noise_pct: float = DEFAULT_NOISE_PCT) -> LevelVerdict:
-    """Judge one concurrency level of a variant against the same level of the baseline."""
-    if noise_pct < 0:
-        raise ComparisonError(f'noise_pct must not be negative, got {noise_pct}')
-    variant_value, variant_ci = output_throughput(variant, 'variant')
-    baseline_value, baseline_ci = output_throughput(baseline, 'baseline')
+def level_change(variant: Mapping[str, t.Any], baseline: Mapping[str, t.Any]) -> LevelChange:
+    """The changes of one concurrency level of a variant against the same level of the baseline."""
+    variant_value = output_throughput(variant, 'variant')[0]
+    baseline_value = output_throughput(baseline, 'baseline')[0]
     if baseline_value <= 0:
         raise ComparisonError('the baseline produced no output tokens, so there is nothing to compare against')
-    delta_pct = percent_change(variant_value, baseline_value)
-    if variant_ci is not None and baseline_ci is not None:
-        method = 'ci95'
-        threshold_pct = math.hypot(variant_ci, baseline_ci) * 100.0 / baseline_value
-    else:
-        method = 'noise_band'
-        threshold_pct = float(noise_pct)
-    if delta_pct > threshold_pct:
-        verdict = FASTER
-    elif delta_pct < -threshold_pct:
-        verdict = SLOWER
-    else:
-        verdict = WITHIN_NOISE
-    lower_bound_pct = delta_pct - threshold_pct if method == 'ci95' else delta_pct
-    return LevelVerdict(
+    return LevelChange(
         max_concurrency=variant.get('max_concurrency'),
-        verdict=verdict,
-        delta_pct=delta_pct,
-        method=method,
-        threshold_pct=threshold_pct,
+        delta_pct=percent_change(variant_value, baseline_value),
         variant_output_throughput=variant_value,
         baseline_output_throughput=baseline_value,
         tpot_delta_pct=percent_change(metric_number(variant, 'median_tpot_ms', 'variant'),
                                       metric_number(baseline, 'median_tpot_ms', 'baseline')),
         ttft_delta_pct=percent_change(metric_number(variant, 'median_ttft_ms', 'variant'),
                                       metric_number(baseline, 'median_ttft_ms', 'baseline')),
-        lower_bound_pct=lower_bound_pct,
-        not_slower=lower_bound_pct >= -noise_pct,
     )
-
-
-def overall_verdict(verdicts: Iterable[str]) -> str:
-    """One verdict for several levels: slower anywhere loses, otherwise faster anywhere wins."""
-    verdicts = list(verdicts)
-    if SLOWER in verdicts:
-        return SLOWER
-    if FASTER in verdicts:
-        return FASTER
-    return WITHIN_NOISE
 
 
 def benchmark_levels(value: t.Any, side: str = 'result') -> list[Mapping[str, t.Any]]:
@@ -156,28 +98,6 @@ def benchmark_levels(value: t.Any, side: str = 'result') -> list[Mapping[str, t.
     return list(levels)
 
 
-def compare_results(variant: t.Any, baseline: t.Any, noise_pct: float = DEFAULT_NOISE_PCT) -> dict[str, t.Any]:
-    """Compare every concurrency level the two results share; see the module docstring for the rule.
-
-    The overall delta_pct is the mean of the levels' deltas.
-    """
-    variant_levels = by_concurrency(benchmark_levels(variant, 'variant'), 'variant')
-    baseline_levels = by_concurrency(benchmark_levels(baseline, 'baseline'), 'baseline')
-    shared = [level for level in variant_levels if level in baseline_levels]
-    if not shared:
-        raise ComparisonError(
-            f'the variant (max_concurrency {sorted(variant_levels, key=_concurrency_order)}) and the baseline'
-            f' (max_concurrency {sorted(baseline_levels, key=_concurrency_order)}) share no concurrency level')
-    judged = [compare_level(variant_levels[level], baseline_levels[level], noise_pct) for level in shared]
-    return {
-        'verdict': overall_verdict(level.verdict for level in judged),
-        'not_slower': all(level.not_slower for level in judged),
-        'delta_pct': sum(level.delta_pct for level in judged) / len(judged),
-        'noise_pct': float(noise_pct),
-        'levels': [level.as_dict() for level in judged],
-    }
-
-
 def differing_options(first: Mapping[str, t.Any], second: Mapping[str, t.Any]) -> list[str]:
     """Names of the benchmark options that differ between two runs and change what is measured."""
     names = (set(first) | set(second)) - _OPTIONS_NOT_AFFECTING_RESULTS
@@ -186,11 +106,11 @@ def differing_options(first: Mapping[str, t.Any], second: Mapping[str, t.Any]) -
 
 @dataclasses.dataclass(frozen=True)
 class ComparisonRow:
-    """A stored record beside the baseline record it is judged against."""
+    """A stored record beside the baseline record it is measured against."""
 
     record: t.Any
     baseline: t.Any = None
-    verdict: LevelVerdict | None = None
+    change: LevelChange | None = None
     problem: str | None = None
     differing_options: tuple[str, ...] = ()
 
@@ -199,13 +119,13 @@ class ComparisonRow:
         return self.baseline is not None and self.baseline.run_id == self.record.run_id
 
 
-def comparison_rows(records: Iterable[t.Any], baseline_candidates: Iterable[t.Any], baseline_variant: str,
-                    noise_pct: float = DEFAULT_NOISE_PCT) -> dict[tuple[str, str], list[ComparisonRow]]:
-    """Rows per (host, model): the latest record of each variant and level, judged against a baseline.
+def comparison_rows(records: Iterable[t.Any], baseline_candidates: Iterable[t.Any],
+                    baseline_variant: str) -> dict[tuple[str, str], list[ComparisonRow]]:
+    """Rows per (host, model): the latest record of each variant and level, beside a baseline.
 
     Records are results_store records. The baseline of a record is the latest successful baseline
     record of the same host, model, workload and concurrency from the same run; failing that, the
-    latest one recorded before it. The baseline variant's own rows come first and carry no verdict.
+    latest one recorded before it. The baseline variant's own rows come first and carry no change.
     """
     candidates = [candidate for candidate in baseline_candidates
                   if candidate.variant == baseline_variant and not candidate.task_failed]
@@ -214,7 +134,7 @@ def comparison_rows(records: Iterable[t.Any], baseline_candidates: Iterable[t.An
         if record.variant == baseline_variant:
             row = ComparisonRow(record=record)
         else:
-            row = _judge(record, _select_baseline(record, candidates), noise_pct)
+            row = _beside(record, _select_baseline(record, candidates))
         groups.setdefault((record.host, record.model), []).append(row)
     for rows in groups.values():
         rows.sort(key=lambda row: (row.record.variant != baseline_variant, row.record.variant,
@@ -222,15 +142,15 @@ def comparison_rows(records: Iterable[t.Any], baseline_candidates: Iterable[t.An
     return dict(sorted(groups.items()))
 
 
-def _judge(record: t.Any, baseline: t.Any, noise_pct: float) -> ComparisonRow:
+def _beside(record: t.Any, baseline: t.Any) -> ComparisonRow:
     if baseline is None:
         return ComparisonRow(record=record, problem='no baseline measured at this concurrency')
     differing = tuple(differing_options(record.options, baseline.options))
     try:
-        verdict = compare_level(record.metrics, baseline.metrics, noise_pct)
+        change = level_change(record.metrics, baseline.metrics)
     except ComparisonError as error:
         return ComparisonRow(record=record, baseline=baseline, problem=str(error), differing_options=differing)
-    return ComparisonRow(record=record, baseline=baseline, verdict=verdict, differing_options=differing)
+    return ComparisonRow(record=record, baseline=baseline, change=change, differing_options=differing)
 
 
 def _select_baseline(record: t.Any, candidates: list[t.Any]) -> t.Any:

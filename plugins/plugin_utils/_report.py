@@ -18,9 +18,6 @@ from collections.abc import Iterable, Mapping
 
 from ansible_collections.llmops.vllm.plugins.module_utils._start_phases import PHASE_LABELS, seconds_text
 from ansible_collections.llmops.vllm.plugins.plugin_utils._comparison import (
-    FASTER,
-    SLOWER,
-    WITHIN_NOISE,
     ComparisonError,
     ComparisonRow,
     comparison_rows,
@@ -30,8 +27,9 @@ from ansible_collections.llmops.vllm.plugins.plugin_utils._ranking import percen
 from ansible_collections.llmops.vllm.plugins.plugin_utils._workloads import DEFAULT_WORKLOAD
 
 CHART_UNAVAILABLE = 'Chart not drawn: matplotlib is not importable on the controller.'
+# What a variant's result shows when no trial decided on it: a comparison alone proves nothing either way.
+UNDECIDED = 'undecided'
 
-_VERDICT_WORDS = {FASTER: 'faster', SLOWER: 'slower', WITHIN_NOISE: 'within noise'}
 _DECISION_WORDS = {'keep': 'kept', 'roll_back': 'rolled back'}
 _OUTCOME_WORDS = {'faster': 'faster', 'not_slower': 'not slower', 'slower': 'slower', 'inconclusive': 'inconclusive',
                   'slo_breached': 'breaks its SLO'}
@@ -84,16 +82,17 @@ def recorded_starts(trials: Iterable[t.Any]) -> dict[tuple[str, str], list[dict[
     return by_node
 
 
-def rule_summary(baseline_variant: str, noise_pct: float) -> str:
-    return (f"Baseline variant '{baseline_variant}'. Verdicts compare output tokens/s: from the 95%"
-            f" confidence intervals when repeats gave both sides one, otherwise a ±{noise_pct:g}% noise band.")
+def rule_summary(baseline_variant: str) -> str:
+    return (f"Baseline variant '{baseline_variant}'. A variant's verdict is the decision of the trial that measured"
+            " it; a result that no trial decided is undecided. Changes are in percent of the baseline measured in the"
+            " same run, or else the latest one before it.")
 
 
 def text_table(groups: Mapping[tuple[str, str], list[ComparisonRow]], baseline_variant: str,
                decisions: Mapping[tuple[str, str, str, str], Mapping[str, t.Any]] | None = None) -> str:
     """Fixed-width tables for the console, one per host and model, with their notes below.
 
-    A variant decided on in the row's run shows the decision, not the comparison's verdict.
+    A variant decided on in the row's run shows that decision; any other variant's result is undecided.
     """
     decisions = decisions or {}
     header = ('variant', 'workload', 'conc', 'output tok/s', 'vs base', 'TPOT ms', 'p99', 'vs base', 'TTFT ms', 'p99',
@@ -117,7 +116,7 @@ def text_table(groups: Mapping[tuple[str, str], list[ComparisonRow]], baseline_v
 
 
 def markdown_report(records: list[t.Any], groups: Mapping[tuple[str, str], list[ComparisonRow]],
-                    baseline_variant: str, noise_pct: float,
+                    baseline_variant: str,
                     charts: Mapping[tuple[str, str], str] | None = None, chart_note: str | None = None,
                     decisions: Iterable[t.Any] = (), trials: Iterable[t.Any] = (),
                     rankings: Iterable[Mapping[str, t.Any]] = (), starts_chart: str | None = None) -> str:
@@ -145,7 +144,7 @@ def markdown_report(records: list[t.Any], groups: Mapping[tuple[str, str], list[
     latest = max(record.recorded_at for record in records)
     lines += [
         f"{_count(len(records), 'result')} from {_count(len(runs), 'run')}, the latest recorded at {latest}.",
-        rule_summary(baseline_variant, noise_pct),
+        rule_summary(baseline_variant),
         '',
     ]
     if chart_note:
@@ -320,7 +319,7 @@ def _ranking_section(ranking: Mapping[str, t.Any]) -> list[str]:
                         'lowest lower end of the 95% interval of their change in output tokens/s.', '']
 
 
-def write_report(path: str, records: list[t.Any], baseline_variant: str, noise_pct: float,
+def write_report(path: str, records: list[t.Any], baseline_variant: str,
                  draw_charts: bool = True, check_mode: bool = False, decisions: Iterable[t.Any] = (),
                  history: Iterable[t.Any] = (), rankings: Iterable[Mapping[str, t.Any]] = ()) -> ReportOutcome:
     """Write the Markdown report, one chart per host and model beside it, and one of the starts, when they changed."""
@@ -351,8 +350,8 @@ def write_report(path: str, records: list[t.Any], baseline_variant: str, noise_p
         else:
             starts_chart = f'{stem}-starts.png'
             files[os.path.join(directory, starts_chart)] = png
-    groups = comparison_rows(records, records, baseline_variant, noise_pct)
-    after = markdown_report(records, groups, baseline_variant, noise_pct, charts, chart_note, decisions, history,
+    groups = comparison_rows(records, records, baseline_variant)
+    after = markdown_report(records, groups, baseline_variant, charts, chart_note, decisions, history,
                             rankings, starts_chart)
     files[report_path] = after.encode('utf-8')
     changed_files = [file_path for file_path, content in files.items() if _read_bytes(file_path) != content]
@@ -393,14 +392,12 @@ def _row_cells(row: ComparisonRow, baseline_variant: str, describe_baseline: t.C
         verdict = 'baseline'
     elif decision is not None:
         verdict = decision_text(decision)
-    elif row.verdict is not None:
-        verdict = _VERDICT_WORDS[row.verdict.verdict]
     else:
-        verdict = 'no verdict'
+        verdict = UNDECIDED
     if record.task_failed:
         verdict += ' (task failed)'
-    deltas = (None, None, None) if row.verdict is None else (
-        row.verdict.delta_pct, row.verdict.tpot_delta_pct, row.verdict.ttft_delta_pct)
+    deltas = (None, None, None) if row.change is None else (
+        row.change.delta_pct, row.change.tpot_delta_pct, row.change.ttft_delta_pct)
     tpot = tuple(_number_text(metrics.get(f'{stat}_tpot_ms'), 2) for stat in percentiles)
     ttft = tuple(_number_text(metrics.get(f'{stat}_ttft_ms'), 1) for stat in percentiles)
     return (
@@ -453,7 +450,7 @@ def _notes(rows: Iterable[ComparisonRow]) -> list[str]:
             where = f'workload {row.record.workload}, {where}'
         subject = f'{row.record.variant} {where}'
         if row.problem:
-            notes.append(f'{subject}: no verdict, {row.problem}.')
+            notes.append(f'{subject}: not compared, {row.problem}.')
         if row.baseline is not None and not row.baseline_from_same_run:
             notes.append(f'{subject}: no baseline in the same run; compared with the baseline of run'
                          f' {row.baseline.run_id[:8]} recorded at {row.baseline.recorded_at}.')

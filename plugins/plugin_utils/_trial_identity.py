@@ -47,13 +47,13 @@ def trial_identity(parts: Mapping[str, t.Any], recorded: Mapping[str, t.Any] | N
 
 def parts_of_spec(spec: Mapping[str, t.Any], unit: str | None, environment: str | None,
                   vllm_version: str | None) -> dict[str, t.Any]:
-    """The parts of a variant spec (llmops.vllm.variant_spec) with the checksums of its two files.
+    """The parts of a variant spec (one value of llmops.vllm.variant_specs) with the checksums of its two files.
 
     The venv and the model come from the command line the unit runs, so that they are what serves and
     not what an inventory meant.
     """
     if not isinstance(spec, Mapping) or not isinstance(spec.get('argv'), list) or not spec['argv']:
-        raise TrialIdentityError('the input must be a variant spec (llmops.vllm.variant_spec) with its argv')
+        raise TrialIdentityError('the input must be a variant spec (one value of llmops.vllm.variant_specs) with its argv')
     argv = [str(word) for word in spec['argv']]
     executable = argv[0]
     venv = executable.rsplit('/bin/', 1)[0] if '/bin/' in executable else None

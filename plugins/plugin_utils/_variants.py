@@ -10,6 +10,7 @@ so that a bad inventory fails on the controller before anything on a host change
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import ipaddress
 import json
@@ -644,65 +645,66 @@ def sandbox_problems(system_call_filter, device_allow):
     return problems
 
 
-def resolve_variants(variants, model, serve_args=None, environment=None, baseline=DEFAULT_BASELINE,
-                     host="127.0.0.1", port=8000, gpu_count=1, venv="/opt/vllm/venv", version=None,
-                     config_dir="/etc/vllm", state_dir="/var/lib/vllm", secret_environment_names=(), user=None,
-                     group=None, supplementary_groups=None, stop_timeout=None, system_call_filter=None,
-                     device_allow=None, venv_root=None):
-    """Return variant name -> resolved spec for every variant and the baseline, or raise VariantError."""
-    problems = account_problems(user, group, supplementary_groups) + sandbox_problems(system_call_filter,
-                                                                                      device_allow)
-    settings = _Settings(problems, model, serve_args, environment, baseline, host, port, gpu_count, venv, version,
-                         config_dir, state_dir, venv_root)
+def complete_settings(given, declared, where="settings"):
+    """The shared settings of every variant: given, with declared defaults for those left out.
+
+    declared maps each setting's name to its documented spec (its default), so a setting is declared once, in
+    the doc fragment that documents it. An unknown name is refused, so a typo is never silently ignored. A
+    missing required setting is left None, for resolve_variants to refuse in the words of its role variable.
+    """
+    if given is None:
+        given = {}
+    if not isinstance(given, Mapping):
+        raise VariantError(["%s: must be a dict of settings, got %s" % (where, plain_type_name(given))])
+    unknown = sorted(set(given) - set(declared), key=str)
+    if unknown:
+        raise VariantError(["%s.%s: unknown setting (known: %s)" % (where, name, ", ".join(sorted(declared)))
+                            for name in unknown])
+    return {name: given[name] if given.get(name) is not None else copy.deepcopy(spec.get("default"))
+            for name, spec in declared.items()}
+
+
+def resolve_variants(variants, settings):
+    """Return variant name -> resolved spec for every variant and the baseline, or raise VariantError.
+
+    settings holds every shared setting by name (complete_settings), as the variant_settings doc fragment
+    documents them.
+    """
+    model, baseline, stop_timeout = settings["model"], settings["baseline"], settings["stop_timeout"]
+    problems = account_problems(settings["user"], settings["group"], settings["supplementary_groups"])
+    problems += sandbox_problems(settings["system_call_filter"], settings["device_allow"])
+    settings_checked = _Settings(problems, model, settings["serve_args"], settings["environment"], baseline,
+                                 settings["host"], settings["port"], settings["gpu_count"], settings["venv"],
+                                 settings["version"], settings["config_dir"], settings["state_dir"],
+                                 settings["venv_root"])
+    secret_environment_names = settings["secret_environment_names"]
     # Only the names come this way, so no message can ever show a secret value.
     for name in secret_environment_names or ():
         if not isinstance(name, str) or not ENVIRONMENT_NAME.match(name):
             problems.append("vllm_secret_environment.%s: not a valid environment variable name (letters, digits, "
                             "_; no leading digit)" % (name,))
     variants = _check_mapping(problems, "vllm_variants", variants)
-    if settings.baseline_valid and baseline != DEFAULT_BASELINE and baseline not in variants:
+    if settings_checked.baseline_valid and baseline != DEFAULT_BASELINE and baseline not in variants:
         # A typo here would create a new baseline unit silently, and every variant would conflict with it.
         problems.append("vllm_baseline_variant: %r is not declared in vllm_variants; declare it (an empty mapping "
                         "serves the shared settings) or keep the default %r; declared: %s"
                         % (baseline, DEFAULT_BASELINE, ", ".join(sorted(variants, key=str)) or "none"))
     names = set(variants)
-    if settings.baseline_valid:
+    if settings_checked.baseline_valid:
         names.add(baseline)
     specs = {}
     for name in sorted(names, key=str):
         if _check_name(problems, "vllm_variants.%s" % (name,), name, VARIANT_NAME):
             variant_problems = []
-            spec = _resolve_one(variant_problems, settings, name, variants.get(name))
+            spec = _resolve_one(variant_problems, settings_checked, name, variants.get(name))
             problems.extend(variant_problems)
             if spec is not None:
                 specs[name] = spec
     if problems:
         raise VariantError(problems)
-    _check_ports(problems, settings, specs)
+    _check_ports(problems, settings_checked, specs)
     _check_shutdown_timeout(problems, specs, variants, stop_timeout)
     if problems:
         raise VariantError(problems)
-    _link(settings, specs)
+    _link(settings_checked, specs)
     return specs
-
-
-def resolve_variant(variants, name, model, **settings):
-    """Return the spec of the variant called name (the play's vllm_variant), checking every variant.
-
-    An unknown name is reported with the known ones, together with any other problem.
-    """
-    known = set(variants) if isinstance(variants, Mapping) else set()
-    baseline = settings.get("baseline", "baseline")
-    if isinstance(baseline, str):
-        known.add(baseline)
-    unknown = []
-    if name not in known:
-        unknown.append("vllm_variant: unknown variant %r; known variants: %s"
-                       % (name, ", ".join(sorted(known, key=str)) or "none"))
-    try:
-        specs = resolve_variants(variants, model, **settings)
-    except VariantError as exc:
-        raise VariantError(unknown + exc.problems) from None
-    if unknown:
-        raise VariantError(unknown)
-    return specs[name]

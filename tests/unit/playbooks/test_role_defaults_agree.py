@@ -5,10 +5,19 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 import yaml
+from ansible.parsing.dataloader import DataLoader
+from ansible.template import Templar
+
+try:
+    from ansible.template import trust_as_template
+except ImportError:  # ansible-core before 2.19 renders any string
+    def trust_as_template(text):
+        return text
 
 REPO = Path(__file__).resolve().parents[3]
 ROLES = sorted(path.name for path in (REPO / "roles").iterdir() if (path / "meta" / "argument_specs.yml").exists())
@@ -44,9 +53,55 @@ def test_documented_defaults_are_the_defaults(role):
             mismatches.append("%s: documented default %r, but no role's defaults/main.yml sets it" % (name, documented))
             continue
         actual = defaults[name]
-        # A templated default cannot be compared by value; its description says how it is computed.
-        if isinstance(actual, str) and "{{" in actual:
-            continue
+        if templated(actual):
+            # Documented as a path of other defaults, <vllm_state_dir>/...: both sides rendered with the defaults.
+            actual = render(actual, defaults)
+            documented = PLACEHOLDER.sub(lambda match: str(defaults[match.group(1)]), str(documented))
         if actual != documented:
             mismatches.append("%s: documented %r, defaults/main.yml has %r" % (name, documented, actual))
     assert mismatches == []
+
+
+PLACEHOLDER = re.compile(r"<([a-z_]+)>")
+
+# Templated defaults that document no value, only a rule in words: each rule, as the description states it,
+# on variables that show it. vllm_switch_ready_timeout: "O(vllm_expected_load_seconds) plus 600";
+# vllm_switch_lock_stale_after: "three ready timeouts plus an hour"; vllm_switch_tls: "whether O(vllm_serve_args)
+# sets C(ssl_certfile)"; vllm_service_variants: "every variant of O(vllm_variants) plus the baseline".
+RULES = {
+    "vllm_switch_ready_timeout": [({"vllm_expected_load_seconds": 1800}, 2400),
+                                  ({"vllm_expected_load_seconds": 60}, 660)],
+    "vllm_switch_lock_stale_after": [({"vllm_switch_ready_timeout": 2400}, 3 * 2400 + 3600)],
+    "vllm_switch_tls": [({"vllm_serve_args": {"ssl_certfile": "/etc/vllm/tls.crt"}}, True),
+                        ({"vllm_serve_args": {"max_model_len": 4096}}, False)],
+    "vllm_service_variants": [({"vllm_baseline_variant": "baseline", "vllm_variants": {"ngram": {}, "eagle3": {}}},
+                               ["baseline", "ngram", "eagle3"]),
+                              ({"vllm_baseline_variant": "main", "vllm_variants": {"main": {}, "ngram": {}}},
+                               ["main", "ngram"])],
+}
+
+
+def templated(value):
+    return isinstance(value, str) and "{{" in value
+
+
+def render(text, variables):
+    return Templar(loader=DataLoader(), variables=variables).template(trust_as_template(text))
+
+
+def documented_anywhere():
+    return {name for role in ROLES for name in documented_defaults(role)}
+
+
+def test_every_templated_default_is_checked():
+    defaults = role_defaults()
+    unchecked = sorted(name for name, value in defaults.items()
+                       if templated(value) and name not in RULES and name not in documented_anywhere())
+    assert unchecked == []
+
+
+@pytest.mark.parametrize("name", sorted(RULES))
+def test_templated_defaults_follow_the_rule_their_description_states(name):
+    defaults = role_defaults()
+    for variables, expected in RULES[name]:
+        assert render(defaults[name], dict(defaults, **variables)) == expected, variables

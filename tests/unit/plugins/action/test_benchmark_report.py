@@ -12,7 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.llmops.vllm.plugins.plugin_utils._results_store import BenchmarkRecord, HistoryEntry, ResultsStore
+from ansible_collections.llmops.vllm.plugins.plugin_utils._results_store import (
+    BenchmarkRecord,
+    DecisionRecord,
+    HistoryEntry,
+    ResultsStore,
+)
 
 REPO = Path(__file__).resolve().parents[4]
 COLLECTIONS = REPO.parents[2] if REPO.parent.parent.name == 'ansible_collections' else REPO / '.cache' / 'collections'
@@ -20,7 +25,7 @@ COLLECTIONS = REPO.parents[2] if REPO.parent.parent.name == 'ansible_collections
 
 @pytest.fixture
 def project(tmp_path):
-    """A configuration whose callback settings (database, noise_pct 25) the report must default to."""
+    """A configuration whose callback database the report must default to; its noise_pct is deprecated, ignored."""
     config = tmp_path / 'config'
     (config / 'results').mkdir(parents=True)
     (tmp_path / 'elsewhere').mkdir()
@@ -50,11 +55,11 @@ def test_report_playbook_writes_the_report_once(project):
     run = ansible_playbook(project, REPO / 'playbooks' / 'report.yml')
     assert run.returncode == 0, run.stdout + run.stderr
     assert 'changed=1' in run.stdout
-    # The default destination is relative to the current directory; the database and the noise band
-    # are the callback's, from ansible.cfg.
+    # The default destination is relative to the current directory; the database is the callback's, from
+    # ansible.cfg. No trial decided on n-gram, so its -18.9% is shown and labelled by nobody.
     report = (project / 'elsewhere' / 'results' / 'benchmarks.md').read_text(encoding='utf-8')
     assert '| ngram | default | 4 | 60.0 | -18.9% |' in report
-    assert '| within noise |' in report and '±25% noise band' in report
+    assert '| undecided |' in report and 'noise band' not in report
     if importlib.util.find_spec('matplotlib'):
         assert (project / 'elsewhere' / 'results' / 'benchmarks-gpu-node-1-kimi-k2.5.png').exists()
     else:
@@ -112,7 +117,6 @@ CHECK_PLAYBOOK = """
     - name: Report in check mode
       llmops.vllm.benchmark_report:
         dest: preview/report.md
-        noise_pct: 5
         chart: false
       check_mode: true
       diff: true
@@ -133,7 +137,8 @@ CHECK_PLAYBOOK = """
           - preview.stored_results == 2
           - preview.charts == []
           - preview.chart_note is undefined
-          - preview.comparisons | map(attribute='verdict') | list == ['baseline', 'slower']
+          - preview.comparisons | map(attribute='verdict') | list == ['baseline', 'undecided']
+          - preview.comparisons | map(attribute='decision') | list == [none, none]
           - preview.comparisons[1].delta_pct | round(2) == -18.92
           - preview.comparisons[1].baseline_same_run
           - preview.comparisons[1].baseline_run_id == 'aaaaaaaa1111'
@@ -171,3 +176,37 @@ def test_check_mode_diff_results_and_failures(project):
     assert run.returncode == 0, run.stdout + run.stderr
     assert 'ignored=2' in run.stdout
     assert not (project / 'elsewhere' / 'missing.md').exists()
+
+
+DECIDED_PLAYBOOK = """
+- name: Report a decided trial
+  hosts: localhost
+  gather_facts: false
+  tasks:
+    - name: Write the report, with the deprecated noise band given
+      llmops.vllm.benchmark_report:
+        dest: decided/report.md
+        chart: false
+        noise_pct: 50
+      register: report
+
+    - name: The trial's decision is the verdict, whatever the band
+      ansible.builtin.assert:
+        that:
+          - report.comparisons | map(attribute='verdict') | list == ['baseline', 'slower']
+          - report.comparisons | map(attribute='decision') | list == [none, 'roll_back']
+"""
+
+
+def test_a_decided_result_shows_the_decision_of_its_trial(project):
+    with ResultsStore(str(project / 'config' / 'results' / 'benchmarks.sqlite3')) as store:
+        store.add_decision(DecisionRecord(
+            recorded_at='2026-05-01T10:25:00Z', run_id='aaaaaaaa1111', host='gpu-node-1', model='kimi-k2.5',
+            variant='ngram', baseline='baseline', unit_checksum=None,
+            document={'decision': 'roll_back', 'outcome': 'slower', 'reason': 'slower at concurrency 4'}))
+    playbook = project / 'decided.yml'
+    playbook.write_text(DECIDED_PLAYBOOK, encoding='utf-8')
+    run = ansible_playbook(project, playbook)
+    assert run.returncode == 0, run.stdout + run.stderr
+    report = (project / 'elsewhere' / 'decided' / 'report.md').read_text(encoding='utf-8')
+    assert '| – | rolled back (slower) | 74.0 tok/s, same run' in report

@@ -128,10 +128,10 @@ def test_results_are_stored_printed_and_reported(project):
     assert 'VARIANT BENCHMARKS' in stdout
     assert 'host bench-node, model tiny' in stdout
     assert table_row(stdout, 'ngram') == ['ngram', 'default', '4', '80.0', '-20.0%', '12.50', '–', '+25.0%', '36.0',
-                                          '–', '-10.0%', '65.6%', 'slower', 'this', 'run']
+                                          '–', '-10.0%', '65.6%', 'undecided', 'this', 'run']
     # 103 against 100: +3%, inside a 5% band but outside the 95% interval of the difference (2.5).
-    assert ' '.join(table_row(stdout, 'eagle3')) == 'eagle3 default 4 103.0 ± 1.5 +3.0% – – – – – faster this run'
-    assert ' '.join(table_row(stdout, 'broken')) == 'broken default 4 10.0 -90.0% – – – – – slower (task failed) this run'
+    assert ' '.join(table_row(stdout, 'eagle3')) == 'eagle3 default 4 103.0 ± 1.5 +3.0% – – – – – undecided this run'
+    assert ' '.join(table_row(stdout, 'broken')) == 'broken default 4 10.0 -90.0% – – – – – undecided (task failed) this run'
     assert '  note: broken at concurrency 4: 31 requests failed.' in stdout
     assert f"Stored 5 of 5 results in {results / 'benchmarks.sqlite3'}; 5 JSON files in {results / 'runs'}." in stdout
     assert f"Report: {results / 'report.md'}" in stdout
@@ -140,7 +140,7 @@ def test_results_are_stored_printed_and_reported(project):
 
     report = (results / 'report.md').read_text(encoding='utf-8')
     assert '| eagle3 | default | 4 | 103.0 ± 1.5 | +3.0% |' in report
-    assert '| ngram | default | 4 | 80.0 | -20.0% | 12.50 | – | – | +25.0% | 36.0 | – | – | -10.0% | 65.6% | slower |' \
+    assert '| ngram | default | 4 | 80.0 | -20.0% | 12.50 | – | – | +25.0% | 36.0 | – | – | -10.0% | 65.6% | undecided |' \
         in report
 
 
@@ -158,7 +158,7 @@ def test_a_later_run_adds_rows_and_falls_back_to_the_stored_baseline(project):
     # 120 against the stored 100 (the mean of the earlier baseline's repeats): +20%.
     run_id = before[0][2]
     assert ' '.join(table_row(run.stdout, 'eagle3')).startswith(
-        f'eagle3 default 4 120.0 +20.0% – – – – – faster earlier run {run_id[:8]} (')
+        f'eagle3 default 4 120.0 +20.0% – – – – – undecided earlier run {run_id[:8]} (')
     assert 'note: eagle3 at concurrency 4: no baseline in the same run; compared with the baseline of run' \
            f' {run_id[:8]}' in run.stdout
     # The stored baseline is the reference, not a result of this run.

@@ -23,7 +23,6 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.llmops.vllm.plugins.filter.variants import (
     FilterModule,
     environment_file,
-    variant_spec,
     variant_specs,
 )
 from ansible_collections.llmops.vllm.tests.unit.plugins.module_utils.systemd_syntax import (
@@ -70,7 +69,7 @@ EAGLE3 = {"speculative_config": {"method": "eagle3", "model": "/srv/models/eagle
 
 
 def filter_settings(hostvars):
-    """The filter keywords the role passes, from a host's variables."""
+    """The settings the role passes, from a host's variables."""
     return {
         "model": hostvars["vllm_model"],
         "serve_args": hostvars["vllm_serve_args"],
@@ -86,13 +85,30 @@ def filter_settings(hostvars):
 
 
 def test_the_filters_are_registered():
-    assert sorted(FilterModule().filters()) == ["environment_file", "variant_spec", "variant_specs"]
+    assert sorted(FilterModule().filters()) == ["environment_file", "variant_specs"]
 
 
 def test_variant_specs_resolves_the_baseline_and_every_variant():
-    specs = variant_specs(MOCK["vllm_variants"], **filter_settings(MOCK))
+    specs = variant_specs(MOCK["vllm_variants"], filter_settings(MOCK))
     assert sorted(specs) == ["baseline", "ngram"]
     assert specs["ngram"]["conflicts"] == ["vllm-tiny-llama-baseline.service"]
+
+
+def test_settings_given_as_keywords_resolve_as_in_one_mapping():
+    assert variant_specs(MOCK["vllm_variants"], **filter_settings(MOCK)) == \
+        variant_specs(MOCK["vllm_variants"], filter_settings(MOCK))
+
+
+def test_a_setting_given_both_ways_is_refused():
+    settings = filter_settings(MOCK)
+    with pytest.raises(AnsibleFilterError, match="variant_specs: port given both in settings and as a keyword"):
+        variant_specs(MOCK["vllm_variants"], settings, port=8001)
+
+
+def test_a_misspelt_setting_is_a_filter_error_naming_it():
+    settings = dict(filter_settings(MOCK), prot=8001)
+    with pytest.raises(AnsibleFilterError, match=re.escape("variant_specs settings.prot: unknown setting (known: ")):
+        variant_specs(MOCK["vllm_variants"], settings)
 
 
 def test_variant_specs_errors_are_filter_errors_listing_every_problem():
@@ -100,22 +116,11 @@ def test_variant_specs_errors_are_filter_errors_listing_every_problem():
     settings = filter_settings(MOCK)
     settings["port"] = 0
     with pytest.raises(AnsibleFilterError) as caught:
-        variant_specs(variants, **settings)
+        variant_specs(variants, settings)
     assert str(caught.value.message) == (
         "invalid vLLM service settings:\n"
         "- vllm_port: must be an integer from 1 to 65535, got 0\n"
         "- vllm_variants.ngram.speculative_config.num_speculative_tokens: must be an integer > 0, got 0")
-
-
-def test_variant_spec_returns_the_target():
-    spec = variant_spec(MOCK["vllm_variants"], "ngram", **filter_settings(MOCK))
-    assert spec["unit_name"] == "vllm-tiny-llama-ngram.service"
-
-
-def test_variant_spec_of_an_unknown_target_names_vllm_variant_and_the_known_ones():
-    with pytest.raises(AnsibleFilterError, match=re.escape(
-            "vllm_variant: unknown variant 'eagle3'; known variants: baseline, ngram")):
-        variant_spec(MOCK["vllm_variants"], "eagle3", **filter_settings(MOCK))
 
 
 def test_environment_file_writes_what_systemd_reads_back():

@@ -6,18 +6,20 @@
 from __future__ import annotations
 
 import copy
-import json
 
 import pytest
 
+from ansible_collections.llmops.vllm.plugins.doc_fragments.variant_settings import ModuleDocFragment
+from ansible_collections.llmops.vllm.plugins.plugin_utils._documented_options import documented_argument_spec
 from ansible_collections.llmops.vllm.plugins.plugin_utils._variants import (
     VariantError,
+    complete_settings,
     environment_strings,
-    resolve_variant,
     resolve_variants,
 )
 from ansible_collections.llmops.vllm.tests.unit.plugins.module_utils.systemd_syntax import parse_exec_command
 
+DECLARED = documented_argument_spec(ModuleDocFragment.DOCUMENTATION)
 NGRAM = {"method": "ngram", "num_speculative_tokens": 5, "prompt_lookup_max": 4}
 EAGLE3 = {"method": "eagle3", "model": "lightseekorg/kimi-k2.5-eagle3", "num_speculative_tokens": 4,
           "draft_tensor_parallel_size": 8}
@@ -54,7 +56,8 @@ def kimi(**changes):
 
 def resolve(**changes):
     settings = kimi(**changes)
-    return resolve_variants(settings.pop("variants"), **settings)
+    variants = settings.pop("variants")
+    return resolve_variants(variants, complete_settings(settings, DECLARED))
 
 
 def with_variant(name, overrides):
@@ -464,26 +467,40 @@ def test_environment_strings_turns_numbers_into_text_and_drops_nulls():
     assert environment_strings({"A": 1, "B": 0.25, "C": None, "D": "d"}, "env") == {"A": "1", "B": "0.25", "D": "d"}
 
 
-def test_the_play_target_resolves_to_its_spec():
-    settings = kimi()
-    spec = resolve_variant(settings.pop("variants"), "eagle3", **settings)
-    assert spec["unit_name"] == "vllm-kimi-k2.5-eagle3.service"
-    assert json.loads(spec["argv"][-1]) == EAGLE3
+def test_left_out_settings_take_the_defaults_their_doc_fragment_declares():
+    settings = complete_settings({"model": {"name": "m", "path": "/m"}, "version": "0.32.0"}, DECLARED)
+    assert sorted(settings) == sorted(DECLARED)
+    assert (settings["port"], settings["host"], settings["baseline"], settings["serve_args"]) == \
+        (8000, "127.0.0.1", "baseline", {})
+    assert settings["venv_root"] is None
 
 
-def test_an_unknown_play_target_names_vllm_variant_and_lists_the_known_ones():
-    settings = kimi()
+def test_a_default_is_a_copy_so_that_one_resolution_cannot_change_the_next():
+    first = complete_settings({}, DECLARED)
+    first["serve_args"]["max_model_len"] = 4096
+    assert complete_settings({}, DECLARED)["serve_args"] == {}
+
+
+def test_a_misspelt_setting_is_refused_with_the_known_names():
     with pytest.raises(VariantError) as caught:
-        resolve_variant(settings.pop("variants"), "eagle2", **settings)
-    assert caught.value.problems == ["vllm_variant: unknown variant 'eagle2'; known variants: baseline, eagle3, ngram"]
+        complete_settings({"prot": 8001, "gpu_cont": 8, "port": 8001}, DECLARED, "variant_specs settings")
+    assert [problem.split(" (known: ")[0] for problem in caught.value.problems] == [
+        "variant_specs settings.gpu_cont: unknown setting", "variant_specs settings.prot: unknown setting"]
+    assert "gpu_count, group, host, model, port, " in caught.value.problems[0]
 
 
-def test_an_unknown_play_target_is_reported_with_the_other_problems():
-    settings = kimi(port=0)
+def test_settings_that_are_not_a_mapping_are_refused():
     with pytest.raises(VariantError) as caught:
-        resolve_variant(settings.pop("variants"), "eagle2", **settings)
-    assert caught.value.problems[0].startswith("vllm_variant: unknown variant 'eagle2'")
-    assert "vllm_port: must be an integer from 1 to 65535, got 0" in caught.value.problems
+        complete_settings(["model"], DECLARED, "variant_specs settings")
+    assert caught.value.problems == ["variant_specs settings: must be a dict of settings, got list"]
+
+
+def test_a_required_setting_left_out_is_refused_in_the_words_of_its_role_variable():
+    settings = kimi(model=None)
+    variants = settings.pop("variants")
+    with pytest.raises(VariantError) as caught:
+        resolve_variants(variants, complete_settings(settings, DECLARED))
+    assert any(problem.startswith("vllm_model") for problem in caught.value.problems)
 
 
 SERVE_ARGS = kimi()["serve_args"]

@@ -51,14 +51,15 @@ RECORDS = [
 
 
 def test_markdown_report_of_a_hand_checked_history():
-    groups = comparison_rows(RECORDS, RECORDS, 'baseline', 5.0)
-    lines = markdown_report(RECORDS, groups, 'baseline', 5.0, charts={('gpu-node-1', 'kimi-k2.5'): 'chart.png'}).splitlines()
+    groups = comparison_rows(RECORDS, RECORDS, 'baseline')
+    lines = markdown_report(RECORDS, groups, 'baseline', charts={('gpu-node-1', 'kimi-k2.5'): 'chart.png'}).splitlines()
     assert lines[:4] == [
         '# vLLM variant benchmarks',
         '',
         '4 results from 2 runs, the latest recorded at 2026-05-02T09:30:00Z.',
-        "Baseline variant 'baseline'. Verdicts compare output tokens/s: from the 95% confidence intervals"
-        ' when repeats gave both sides one, otherwise a ±5% noise band.',
+        "Baseline variant 'baseline'. A variant's verdict is the decision of the trial that measured it; a result"
+        ' that no trial decided is undecided. Changes are in percent of the baseline measured in the same run, or'
+        ' else the latest one before it.',
     ]
     first = lines.index('## `gpu-node-1` / `kimi-k2.5`')
     second = lines.index('## `gpu-node-2` / `kimi-k2.5`')
@@ -68,10 +69,10 @@ def test_markdown_report_of_a_hand_checked_history():
         ' | median TTFT (ms) | p90 | p99 | Δ TTFT | acceptance | verdict | baseline |',
         '| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |',
         '| baseline | default | 4 | 74.0 |  | 13.20 | – | – |  | 100.0 | – | – |  | – | baseline | – |',
-        '| eagle3 | default | 4 | 81.4 | +10.0% | 11.88 | – | – | -10.0% | 110.0 | – | – | +10.0% | 52.0% | faster'
+        '| eagle3 | default | 4 | 81.4 | +10.0% | 11.88 | – | – | -10.0% | 110.0 | – | – | +10.0% | 52.0% | undecided'
         ' | 74.0 tok/s, earlier run `aaaaaaaa` (2026-05-01T10:00:00Z) |',
         '| ngram | default | 4 | 60.0 | -18.9% | 15.84 | 17.50 | 19.25 | +20.0% | 90.0 | 130.0 | 180.5 | -10.0%'
-        ' | 65.6% | slower | 74.0 tok/s, same run (2026-05-01T10:00:00Z) |',
+        ' | 65.6% | undecided | 74.0 tok/s, same run (2026-05-01T10:00:00Z) |',
     ]
     assert '- eagle3 at concurrency 4: no baseline in the same run; compared with the baseline of run aaaaaaaa' \
            ' recorded at 2026-05-01T10:00:00Z.' in node_1
@@ -94,15 +95,20 @@ def test_markdown_report_of_a_hand_checked_history():
 
 
 def test_console_table_of_the_same_history():
-    groups = comparison_rows(RECORDS, RECORDS, 'baseline', 5.0)
-    lines = text_table(groups, 'baseline').splitlines()
+    # Only the trial that measured n-gram decided on it: eagle3's +10% is shown, but nobody decided it is faster.
+    groups = comparison_rows(RECORDS, RECORDS, 'baseline')
+    decided = {('gpu-node-1', 'kimi-k2.5', 'ngram', RUN_1): {'decision': 'roll_back', 'outcome': 'slower',
+                                                             'reason': 'slower at concurrency 4'}}
+    lines = text_table(groups, 'baseline', decided).splitlines()
     assert lines[0] == 'host gpu-node-1, model kimi-k2.5'
     assert lines[1].split() == ['variant', 'workload', 'conc', 'output', 'tok/s', 'vs', 'base', 'TPOT', 'ms', 'p99',
                                 'vs', 'base', 'TTFT', 'ms', 'p99', 'vs', 'base', 'accept', 'verdict', 'baseline']
     assert lines[3].split() == ['eagle3', 'default', '4', '81.4', '+10.0%', '11.88', '–', '-10.0%', '110.0', '–',
-                                '+10.0%', '52.0%', 'faster', 'earlier', 'run', 'aaaaaaaa', '(2026-05-01T10:00:00Z)']
+                                '+10.0%', '52.0%', 'undecided', 'earlier', 'run', 'aaaaaaaa', '(2026-05-01T10:00:00Z)']
     assert lines[4].split() == ['ngram', 'default', '4', '60.0', '-18.9%', '15.84', '19.25', '+20.0%', '90.0',
-                                '180.5', '-10.0%', '65.6%', 'slower', 'this', 'run']
+                                '180.5', '-10.0%', '65.6%', 'rolled', 'back', '(slower)', 'this',
+                                'run']
+    assert '  decision on ngram: rolled back (slower), slower at concurrency 4' in lines
     assert '  note: eagle3 at concurrency 4: 2 requests failed.' in lines
     assert lines.index('host gpu-node-2, model kimi-k2.5') > 0
 
@@ -115,7 +121,7 @@ def test_each_workload_is_judged_against_the_baseline_of_the_same_workload():
 
     records = [labelled('baseline', 'chat', 50.0, 1), labelled('baseline', 'tools', 200.0, 2),
                labelled('ngram', 'chat', 55.0, 3), labelled('ngram', 'tools', 100.0, 4)]
-    lines = text_table(comparison_rows(records, records, 'baseline', 5.0), 'baseline').splitlines()
+    lines = text_table(comparison_rows(records, records, 'baseline'), 'baseline').splitlines()
 
     rows = [line.split()[:5] for line in lines[2:6]]
     assert rows == [['baseline', 'chat', '8', '50.0', '–'], ['baseline', 'tools', '8', '200.0', '–'],
@@ -125,14 +131,14 @@ def test_each_workload_is_judged_against_the_baseline_of_the_same_workload():
 def test_console_table_marks_failed_tasks_and_missing_verdicts():
     records = [record('baseline', RUN_1, '2026-05-01T10:00:00Z', output_throughput=0.0),
                record('ngram', RUN_1, '2026-05-01T10:01:00Z', output_throughput=9.0, task_failed=True)]
-    lines = text_table(comparison_rows(records, records, 'baseline', 5.0), 'baseline').splitlines()
-    assert 'no verdict (task failed)' in lines[3]
-    assert '  note: ngram at concurrency 4: no verdict, the baseline produced no output tokens, so there is' \
+    lines = text_table(comparison_rows(records, records, 'baseline'), 'baseline').splitlines()
+    assert 'undecided (task failed)' in lines[3]
+    assert '  note: ngram at concurrency 4: not compared, the baseline produced no output tokens, so there is' \
            ' nothing to compare against.' in lines
 
 
 def test_an_empty_history_says_so():
-    assert markdown_report([], {}, 'baseline', 5.0) == '# vLLM variant benchmarks\n\nNo benchmark results are stored yet.\n'
+    assert markdown_report([], {}, 'baseline') == '# vLLM variant benchmarks\n\nNo benchmark results are stored yet.\n'
 
 
 def hide_matplotlib(monkeypatch):
@@ -143,31 +149,31 @@ def hide_matplotlib(monkeypatch):
 def test_write_report_changes_only_what_differs(tmp_path, monkeypatch):
     hide_matplotlib(monkeypatch)
     path = tmp_path / 'out' / 'report.md'
-    preview = write_report(str(path), RECORDS[:2], 'baseline', 5.0, check_mode=True)
+    preview = write_report(str(path), RECORDS[:2], 'baseline', check_mode=True)
     assert preview.changed and not path.exists()
-    first = write_report(str(path), RECORDS[:2], 'baseline', 5.0)
+    first = write_report(str(path), RECORDS[:2], 'baseline')
     assert first.changed and first.before == '' and path.read_text(encoding='utf-8') == first.after
     assert CHART_UNAVAILABLE in first.after and first.chart_note == CHART_UNAVAILABLE and first.charts == ()
     assert sorted(entry.name for entry in path.parent.iterdir()) == ['report.md']
-    assert not write_report(str(path), RECORDS[:2], 'baseline', 5.0).changed
-    third = write_report(str(path), RECORDS, 'baseline', 5.0)
+    assert not write_report(str(path), RECORDS[:2], 'baseline').changed
+    third = write_report(str(path), RECORDS, 'baseline')
     assert third.changed and third.before == first.after
 
 
 def test_write_report_without_charts_does_not_mention_them(tmp_path):
-    outcome = write_report(str(tmp_path / 'report.md'), RECORDS, 'baseline', 5.0, draw_charts=False)
+    outcome = write_report(str(tmp_path / 'report.md'), RECORDS, 'baseline', draw_charts=False)
     assert outcome.chart_note is None and '![' not in outcome.after and 'Chart not drawn' not in outcome.after
 
 
 def test_write_report_draws_one_chart_per_host_and_model(tmp_path):
-    outcome = write_report(str(tmp_path / 'report.md'), RECORDS, 'baseline', 5.0)
+    outcome = write_report(str(tmp_path / 'report.md'), RECORDS, 'baseline')
     assert [path.rsplit('/', 1)[1] for path in outcome.charts] == [
         'report-gpu-node-1-kimi-k2.5.png', 'report-gpu-node-2-kimi-k2.5.png']
     for chart in outcome.charts:
         with open(chart, 'rb') as handle:
             assert handle.read(8) == b'\x89PNG\r\n\x1a\n'
     assert '![Output tokens/s over time on gpu-node-1, kimi-k2.5](report-gpu-node-1-kimi-k2.5.png)' in outcome.after
-    assert not write_report(str(tmp_path / 'report.md'), RECORDS, 'baseline', 5.0).changed
+    assert not write_report(str(tmp_path / 'report.md'), RECORDS, 'baseline').changed
 
 
 def test_a_variant_on_another_vllm_release_is_flagged():
@@ -175,7 +181,7 @@ def test_a_variant_on_another_vllm_release_is_flagged():
     upgrade = dataclasses.replace(upgrade, labels={**upgrade.labels, 'vllm_version': '0.34.0'})
     same = record('ngram', RUN_1, '2026-05-01T10:20:00Z', row_id=2, output_throughput=60.0)
     records = [RECORDS[0], same, upgrade]
-    lines = markdown_report(records, comparison_rows(records, records, 'baseline', 5.0), 'baseline', 5.0).splitlines()
+    lines = markdown_report(records, comparison_rows(records, records, 'baseline'), 'baseline').splitlines()
     flagged = [line for line in lines if 'runs vLLM' in line]
     assert flagged == ['- upgrade at concurrency 4: runs vLLM 0.34.0, the baseline 0.33.0; the difference includes'
                        ' the release.']
@@ -192,8 +198,8 @@ def test_the_trials_of_a_node_are_shown_with_who_and_the_outcome():
             'started_by': 'ops@bastion', 'reason': 'rolled back by operator ops@bastion'}),
         HistoryEntry(host='gpu-node-2', document={'variant': 'x', 'model': 'kimi-k2.5', 'outcome': 'kept'}),
     ]
-    groups = comparison_rows(RECORDS, RECORDS, 'baseline', 5.0)
-    lines = markdown_report(RECORDS, groups, 'baseline', 5.0, trials=trials).splitlines()
+    groups = comparison_rows(RECORDS, RECORDS, 'baseline')
+    lines = markdown_report(RECORDS, groups, 'baseline', trials=trials).splitlines()
     node_1 = lines[lines.index('## `gpu-node-1` / `kimi-k2.5`'):lines.index('## `gpu-node-2` / `kimi-k2.5`')]
     table = node_1[node_1.index('### Trials') + 2:node_1.index('### Trials') + 6]
     assert table == [
@@ -211,8 +217,8 @@ def test_a_ranking_of_compared_variants_comes_first_in_its_node_section():
         {'variant': 'ngram', 'outcome': 'kept', 'identity': {'short': 'aaaaaaaaaaaa'}, 'reason': 'not slower',
          'decision': {'delta_pct': 6.0, 'levels': [{'delta_pct': 6.0, 'lower_pct': 1.5}]}},
         {'variant': 'eagle3', 'outcome': 'failed', 'reason': 'died at start', 'decision': None}], 'baseline')
-    groups = comparison_rows(RECORDS, RECORDS, 'baseline', 5.0)
-    lines = markdown_report(RECORDS, groups, 'baseline', 5.0,
+    groups = comparison_rows(RECORDS, RECORDS, 'baseline')
+    lines = markdown_report(RECORDS, groups, 'baseline',
                             rankings=[dict(ranking, host='gpu-node-1', model='kimi-k2.5')]).splitlines()
     node_1 = lines[lines.index('## `gpu-node-1` / `kimi-k2.5`'):lines.index('## `gpu-node-2` / `kimi-k2.5`')]
     assert node_1[2:8] == [
@@ -259,8 +265,8 @@ TIMED_TRIALS = [
 
 
 def test_the_starts_of_a_node_are_tabled_once_each_phase_by_phase():
-    groups = comparison_rows(RECORDS, RECORDS, 'baseline', 5.0)
-    lines = markdown_report(RECORDS, groups, 'baseline', 5.0, trials=TIMED_TRIALS).splitlines()
+    groups = comparison_rows(RECORDS, RECORDS, 'baseline')
+    lines = markdown_report(RECORDS, groups, 'baseline', trials=TIMED_TRIALS).splitlines()
     node_1 = lines[lines.index('## `gpu-node-1` / `kimi-k2.5`'):lines.index('## `gpu-node-2` / `kimi-k2.5`')]
     start = node_1.index('### Starts')
     assert node_1[start + 2:start + 6] == [
@@ -278,27 +284,27 @@ def test_the_starts_of_a_node_are_tabled_once_each_phase_by_phase():
 
 def test_without_starts_on_record_the_report_is_unchanged(tmp_path):
     untimed = [trial_entry('kept', '2026-05-01T10:45:00+00:00', [])]
-    outcome = write_report(str(tmp_path / 'report.md'), RECORDS, 'baseline', 5.0, history=untimed)
+    outcome = write_report(str(tmp_path / 'report.md'), RECORDS, 'baseline', history=untimed)
     assert '### Starts' not in outcome.after and 'Starts by phase' not in outcome.after
     assert not (tmp_path / 'report-starts.png').exists()
-    assert outcome.after == markdown_report(RECORDS, comparison_rows(RECORDS, RECORDS, 'baseline', 5.0), 'baseline',
-                                            5.0, charts={key: f'report-{key[0]}-{key[1]}.png' for key in
+    assert outcome.after == markdown_report(RECORDS, comparison_rows(RECORDS, RECORDS, 'baseline'), 'baseline',
+                                            charts={key: f'report-{key[0]}-{key[1]}.png' for key in
                                                          (('gpu-node-1', 'kimi-k2.5'), ('gpu-node-2', 'kimi-k2.5'))},
                                             trials=untimed)
 
 
 def test_the_starts_are_drawn_beside_the_report(tmp_path):
     pytest.importorskip('matplotlib')
-    outcome = write_report(str(tmp_path / 'report.md'), RECORDS, 'baseline', 5.0, history=TIMED_TRIALS)
+    outcome = write_report(str(tmp_path / 'report.md'), RECORDS, 'baseline', history=TIMED_TRIALS)
     assert outcome.charts[-1] == str(tmp_path / 'report-starts.png')
     with open(outcome.charts[-1], 'rb') as handle:
         assert handle.read(8) == b'\x89PNG\r\n\x1a\n'
     assert outcome.after.rstrip().endswith('![Each start of a unit, phase by phase](report-starts.png)')
-    assert not write_report(str(tmp_path / 'report.md'), RECORDS, 'baseline', 5.0, history=TIMED_TRIALS).changed
+    assert not write_report(str(tmp_path / 'report.md'), RECORDS, 'baseline', history=TIMED_TRIALS).changed
 
 
 def test_without_matplotlib_the_starts_are_still_tabled(tmp_path, monkeypatch):
     hide_matplotlib(monkeypatch)
-    outcome = write_report(str(tmp_path / 'report.md'), RECORDS, 'baseline', 5.0, history=TIMED_TRIALS)
+    outcome = write_report(str(tmp_path / 'report.md'), RECORDS, 'baseline', history=TIMED_TRIALS)
     assert '### Starts' in outcome.after and outcome.chart_note == CHART_UNAVAILABLE and outcome.charts == ()
     assert sorted(entry.name for entry in tmp_path.iterdir()) == ['report.md']
