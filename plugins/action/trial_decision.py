@@ -4,28 +4,24 @@
 
 from __future__ import annotations
 
-import os
-import sqlite3
-
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.llmops.vllm.plugins.modules.trial_decision import DOCUMENTATION
 from ansible_collections.llmops.vllm.plugins.plugin_utils._answer_gate import AnswerGateError, answer_gate
-from ansible_collections.llmops.vllm.plugins.plugin_utils._callback_settings import callback_setting
 from ansible_collections.llmops.vllm.plugins.plugin_utils._decision import (
     DecisionError,
+    baseline_lifetimes,
     decide_workloads,
-    history_from_records,
+    history_from_node,
     kv_cache_room,
     with_correctness,
 )
 from ansible_collections.llmops.vllm.plugins.plugin_utils._documented_options import documented_argument_spec
-from ansible_collections.llmops.vllm.plugins.plugin_utils._results_store import ResultsStore, ResultsStoreError
 
 
 class ActionModule(ActionBase):
-    """Decide on the controller, where the callback keeps the baseline's history."""
+    """Decide on the controller, from the trial's results and the node's own history."""
 
     TRANSFERS_FILES = False
     _requires_connection = False
@@ -36,12 +32,10 @@ class ActionModule(ActionBase):
         del tmp
         dummy, args = self.validate_argument_spec(argument_spec=documented_argument_spec(DOCUMENTATION))
         host = args['host'] or (task_vars or {}).get('inventory_hostname')
-        history = []
-        database = None
-        if args['history']:
-            database = args['database'] or callback_setting('database')
-            history = _stored_history(database, host, args)
         try:
+            history = history_from_node(args['node_history'], baseline=args['baseline_name'],
+                                        unit_checksum=args['baseline_unit_checksum'],
+                                        identity=args['baseline_identity']) if args['history'] else []
             answer = decide_workloads(args['variant'], args['baseline'], history=history, keep_when=args['keep_when'],
                                       margin_pct=args['margin_pct'], min_runs=args['min_runs'],
                                       baseline_lifetime=args['baseline_lifetime'], slo=args['slo'],
@@ -55,27 +49,20 @@ class ActionModule(ActionBase):
                     raise DecisionError('variant_answers and baseline_answers go together: give both or neither')
                 gate = answer_gate(args['variant_answers'], args['baseline_answers'], args['answer_tolerance'])
             answer = with_correctness(answer, gate)
+            answer['baseline_lifetimes'] = baseline_lifetimes(args['baseline'],
+                                                              unit_checksum=args['baseline_unit_checksum'],
+                                                              identity=args['baseline_identity'])
         except (DecisionError, AnswerGateError) as error:
             raise AnsibleActionFail(f'trial_decision: {error}') from error
         result.update(answer)
         if answer['kv_cache']['short']:
             result['warnings'] = ['KV cache short: %s' % short for short in answer['kv_cache']['short']]
+        if args['database']:
+            result['deprecations'] = [{'msg': "trial_decision: database is ignored, the history is the node's"
+                                              ' (node_history)', 'version': '2.0.0', 'collection_name': 'llmops.vllm'}]
         result.update(changed=False, host=host, model=args['model'], variant=args['variant_name'],
                       baseline=args['baseline_name'], unit_checksum=args['unit_checksum'], identity=args['identity'],
-                      history_database=database)
+                      history_database=None)
         result['msg'] = '%s: %s (%s)' % (args['variant_name'], 'keep' if answer['decision'] == 'keep' else 'roll back',
                                          answer['reason'])
         return result
-
-
-def _stored_history(database, host, args):
-    if not database or not os.path.exists(database):
-        return []
-    try:
-        with ResultsStore(database) as store:
-            records = store.records(host=host, model=args['model'], variant=args['baseline_name'])
-    except (sqlite3.Error, OSError, ResultsStoreError) as error:
-        raise AnsibleActionFail(f'trial_decision: could not read the baseline history from {database}: {error}'
-                                ) from error
-    return history_from_records(records, host=host, model=args['model'], baseline=args['baseline_name'],
-                                unit_checksum=args['baseline_unit_checksum'], identity=args['baseline_identity'])

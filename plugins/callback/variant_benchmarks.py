@@ -129,7 +129,7 @@ from ansible_collections.llmops.vllm.plugins.plugin_utils._results_store import 
 
 _BENCHMARK_ACTIONS = frozenset(('llmops.vllm.openai_benchmark', 'openai_benchmark'))
 _DECISION_ACTIONS = frozenset(('llmops.vllm.trial_decision', 'trial_decision'))
-_HISTORY_ACTIONS = frozenset(('llmops.vllm.trial_history', 'trial_history'))
+_HISTORY_ACTIONS = frozenset(('llmops.vllm.trial_record', 'trial_record', 'llmops.vllm.trial_history', 'trial_history'))
 
 # The benchmark's endpoint option mapped to the backend name vllm bench serve writes for it.
 _BACKENDS = {'completions': 'openai', 'chat': 'openai-chat'}
@@ -216,7 +216,8 @@ class CallbackModule(CallbackBase):
     def _record_history(self, result) -> None:
         # The node's history, entry by entry, so that the controller keeps it too (and the node's survives
         # an ephemeral controller).
-        entry = result._result.get('entry')
+        # trial_record returns the record it wrote, trial_history the entry.
+        entry = result._result.get('record', result._result.get('entry'))
         if not isinstance(entry, Mapping):
             return
         database = self.get_option('database')

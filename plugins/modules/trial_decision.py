@@ -14,10 +14,13 @@ author:
   - llmops.vllm maintainers (!UNKNOWN)
 description:
   - Takes the benchmark of the baseline and of the variant from one trial, and the baseline's earlier
-    lifetimes from the results store of the P(llmops.vllm.variant_benchmarks#callback) callback, and
-    answers V(keep) or V(roll_back) with the rule that decided, a reason in one sentence and the
-    figures behind it. The switch role acts on this answer only, and the callback stores it, so the
-    console, the database, the JSON files and the report all show the same decision.
+    lifetimes from the node's own history (O(node_history)), and answers V(keep) or V(roll_back) with the
+    rule that decided, a reason in one sentence and the figures behind it. The switch role acts on this
+    answer only, and records it on the node, so that any controller decides alike on that node. The
+    P(llmops.vllm.variant_benchmarks#callback) callback, when enabled, stores and prints the answer; the
+    decision reads nothing it keeps.
+  - The answer carries this trial's clean baseline measurements (RV(baseline_lifetimes)); the trial's
+    record keeps them, and later trials learn the baseline's lifetimes from them.
   - Per concurrency level, the change in output tokens/s and its 95% interval are computed. The interval is
     the wider of Welch's interval over the runs of the two sides and the between-lifetime interval that the
     baseline's history shows (t(0.975, k-1) * sqrt(2) * the spread of k lifetime means). A level is
@@ -108,11 +111,21 @@ options:
     description: Fewer runs than this on either side at any level make the trial inconclusive.
     type: int
     default: 3
+  node_history:
+    description:
+      - The node's history of trials, oldest first, as RV(llmops.vllm.trial_record_info#module:history) returns it.
+      - The baseline's earlier lifetimes are the RV(baseline_lifetimes) that decided trials of the same baseline
+        variant, unit checksum (O(baseline_unit_checksum)) and identity (O(baseline_identity)) kept there.
+    type: list
+    elements: dict
+    default: []
+    version_added: 1.2.0
   database:
-    description: The results database; by default the one the P(llmops.vllm.variant_benchmarks#callback) callback writes.
+    description:
+      - Deprecated and ignored; it will be removed in release 2.0.0. The history is the node's, O(node_history).
     type: path
   history:
-    description: Whether to read the baseline's earlier lifetimes from the database at all.
+    description: Whether to learn the baseline's earlier lifetimes from O(node_history) at all.
     type: bool
     default: true
   slo:
@@ -178,6 +191,11 @@ seealso:
 """
 
 EXAMPLES = r"""
+- name: Read what the node has learnt
+  llmops.vllm.trial_record_info:
+    path: /var/lib/vllm-switch/kimi-k2.5
+  register: node_trials
+
 - name: Decide on the n-gram trial
   llmops.vllm.trial_decision:
     variant: "{{ ngram_run }}"
@@ -185,6 +203,7 @@ EXAMPLES = r"""
     variant_name: ngram
     model: kimi-k2.5
     keep_when: not_slower
+    node_history: "{{ node_trials.history }}"
   register: decision
 
 - name: Decide on a trial of two workloads (registered from a looped benchmark), with a TTFT limit for one
@@ -389,9 +408,40 @@ slo:
   returned: always
   type: dict
 history_database:
-  description: The database the history was read from; V(null) when none was read.
+  description: Deprecated, always V(null); the history is the node's, O(node_history).
   returned: always
   type: str
+baseline_lifetimes:
+  description:
+    - This trial's clean measurements of the baseline, one per workload and concurrency level, for the node's
+      history to keep. A result without a C(lifetime) label, and a level with a failed or a foreign request, is
+      left out.
+  returned: always
+  type: list
+  elements: dict
+  version_added: 1.2.0
+  contains:
+    workload:
+      description: The workload measured.
+      type: str
+    max_concurrency:
+      description: The level; V(null) for no limit.
+      type: int
+    output_throughput:
+      description: Output tokens/s, the mean of the level's runs.
+      type: float
+    lifetime:
+      description: The server lifetime measured, the unit's InvocationID.
+      type: str
+    prompt_set_sha256:
+      description: The prompt set measured, when the benchmark reported it.
+      type: str
+    unit_checksum:
+      description: The baseline unit's checksum.
+      type: str
+    identity:
+      description: The baseline's trial identity.
+      type: str
 identity:
   description: O(identity), as it was given; V(null) without one.
   returned: always

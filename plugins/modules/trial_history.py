@@ -40,6 +40,8 @@ options:
     type: dict
     required: true
 seealso:
+  - module: llmops.vllm.trial_record
+  - module: llmops.vllm.trial_record_info
   - module: llmops.vllm.trial_decision
 """
 
@@ -71,19 +73,13 @@ entries:
   type: int
 """
 
-import datetime
-import json
-import os
-
 from ansible.module_utils.basic import AnsibleModule
-
-
-def _count(path):
-    try:
-        with open(path, 'rb') as handle:
-            return sum(1 for line in handle if line.endswith(b'\n'))
-    except OSError:
-        return 0
+from ansible_collections.llmops.vllm.plugins.module_utils._trial_records import (
+    append_to_history,
+    count_entries,
+    missing_keys,
+    stamped,
+)
 
 
 def main():
@@ -93,30 +89,17 @@ def main():
     )
     path = module.params['path']
     entry = dict(module.params['entry'])
-    missing = [key for key in ('variant', 'outcome') if not entry.get(key)]
+    missing = missing_keys(entry)
     if missing:
         module.fail_json(msg='entry: must hold %s' % ', '.join(missing), path=path)
-    entry.setdefault('recorded_at', datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds'))
-    line = (json.dumps(entry, sort_keys=True, default=str) + '\n').encode('utf-8')
+    entry = stamped(entry)
     if module.check_mode:
-        module.exit_json(changed=True, entry=entry, path=path, entries=_count(path) + 1)
+        module.exit_json(changed=True, entry=entry, path=path, entries=count_entries(path) + 1)
     try:
-        # A line cut off by a killed writer must not swallow this one: start on a fresh line.
-        size = os.path.getsize(path) if os.path.exists(path) else 0
-        if size:
-            with open(path, 'rb') as handle:
-                handle.seek(size - 1)
-                if handle.read(1) != b'\n':
-                    line = b'\n' + line
-        descriptor = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        try:
-            os.write(descriptor, line)
-            os.fsync(descriptor)
-        finally:
-            os.close(descriptor)
+        append_to_history(path, entry)
     except OSError as exc:
         module.fail_json(msg='could not append to %s: %s' % (path, exc), path=path)
-    module.exit_json(changed=True, entry=entry, path=path, entries=_count(path))
+    module.exit_json(changed=True, entry=entry, path=path, entries=count_entries(path))
 
 
 if __name__ == '__main__':

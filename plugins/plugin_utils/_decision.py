@@ -88,7 +88,8 @@ MIN_RUNS = 3
 # What of a decision is the decision itself: stored, written to JSON and kept in the node's record.
 DECISION_KEYS = ('decision', 'outcome', 'rule', 'reason', 'to_decide', 'keep_when', 'margin_pct', 'min_runs',
                  'delta_pct', 'failed_requests', 'slo', 'levels', 'history', 'workloads', 'baseline', 'unit_checksum',
-                 'identity', 'stopped_early', 'contaminated', 'foreign_traffic_accepted', 'kv_cache', 'correctness')
+                 'identity', 'stopped_early', 'contaminated', 'foreign_traffic_accepted', 'kv_cache', 'correctness',
+                 'baseline_lifetimes')
 
 
 class DecisionError(ComparisonError):
@@ -713,32 +714,70 @@ def _history_note(levels):
                     % earlier}
 
 
-def history_from_records(records: Iterable[t.Any], *, host: str, model: str, baseline: str,
-                         unit_checksum: str | None, identity: str | None = None) -> list[dict[str, t.Any]]:
-    """The baseline's earlier lifetimes from stored results_store records, as decide() takes them.
+def baseline_lifetimes(baseline: t.Any, *, unit_checksum: str | None = None,
+                       identity: str | None = None) -> list[dict[str, t.Any]]:
+    """This trial's clean measurements of the baseline, one per workload and level, for the node's history.
 
-    Only clean measurements (no failed request, no foreign one) of the same host, model, baseline
-    variant and unit checksum count: a changed unit is another server. A record names its lifetime with the ``lifetime`` label (the
-    unit's InvocationID); older records without one count as a lifetime per run.
+    The decision returns them, the trial's record keeps them, and later trials on the node learn the
+    baseline's lifetimes from them (history_from_node). Each names its lifetime (the ``lifetime`` label:
+    the unit's InvocationID), unit checksum and identity; a result without a lifetime label cannot tell
+    one server start from another and is left out, as is a level with a failed or a foreign request,
+    which says how busy the node was rather than how fast the baseline is.
     """
+    try:
+        results = workload_results(baseline, 'baseline')
+    except WorkloadError as error:
+        raise DecisionError(str(error)) from None
+    measured = []
+    for workload, result in results.items():
+        labels = result.get('labels') or {}
+        lifetime = labels.get('lifetime')
+        if not lifetime or not isinstance(result.get('results'), list):
+            continue
+        for level in result['results']:
+            if not isinstance(level, Mapping) or level.get('failed') or (level.get('foreign_requests') or 0) > 0:
+                continue
+            value = level.get('output_throughput_mean', level.get('output_throughput'))
+            if value is None:
+                continue
+            measured.append({'workload': workload, 'max_concurrency': level.get('max_concurrency'),
+                             'output_throughput': _finite(value, 'baseline output_throughput'),
+                             'lifetime': str(lifetime), 'prompt_set_sha256': level.get('prompt_set_sha256'),
+                             'unit_checksum': labels.get('unit_checksum') or unit_checksum,
+                             'identity': labels.get('trial_identity') or identity})
+    return measured
+
+
+def history_from_node(entries: Iterable[t.Any], *, baseline: str, unit_checksum: str | None,
+                      identity: str | None = None) -> list[dict[str, t.Any]]:
+    """The baseline's earlier lifetimes from the node's history (trial_record_info), as decide() takes them.
+
+    Every decided trial's record keeps its baseline measurements under ``decision.baseline_lifetimes``
+    (baseline_lifetimes). Only those of the same baseline variant and unit checksum count: a changed unit
+    is another server, and so is the same unit with another identity (environment, vLLM version). The same
+    measurement kept by several records (a trial recorded as decided and then as rolled back, or one
+    baseline measurement shared by the trials of a comparison) counts once.
+    """
+    seen = set()
     history = []
-    for record in records:
-        if (record.host, record.model, record.variant) != (host, model, baseline) or record.task_failed:
+    for entry in entries:
+        if not isinstance(entry, Mapping) or entry.get('baseline') != baseline:
             continue
-        if unit_checksum is not None and record.unit_checksum != unit_checksum:
-            continue
-        # Same unit, other environment or version: another server. Older records without an identity keep
-        # counting by their unit alone.
-        if identity is not None and record.trial_identity not in (None, identity):
-            continue
-        # A level that served foreign requests says how busy the node was, not how fast the baseline is.
-        if record.metrics.get('failed') or (record.metrics.get('foreign_requests') or 0) > 0:
-            continue
-        value = record.metrics.get('output_throughput_mean', record.metrics.get('output_throughput'))
-        if value is None:
-            continue
-        history.append({'max_concurrency': record.max_concurrency, 'output_throughput': value,
-                        'lifetime': record.labels.get('lifetime') or 'run ' + record.run_id,
-                        'workload': record.labels.get('workload') or DEFAULT_WORKLOAD,
-                        'prompt_set_sha256': record.metrics.get('prompt_set_sha256')})
+        decision = entry.get('decision')
+        kept = decision.get('baseline_lifetimes') if isinstance(decision, Mapping) else None
+        for item in kept if isinstance(kept, list) else ():
+            if not isinstance(item, Mapping) or item.get('output_throughput') is None or not item.get('lifetime'):
+                continue
+            if unit_checksum is not None and item.get('unit_checksum') != unit_checksum:
+                continue
+            if identity is not None and item.get('identity') not in (None, identity):
+                continue
+            measurement = {'max_concurrency': item.get('max_concurrency'),
+                           'output_throughput': item['output_throughput'], 'lifetime': str(item['lifetime']),
+                           'workload': item.get('workload') or DEFAULT_WORKLOAD,
+                           'prompt_set_sha256': item.get('prompt_set_sha256')}
+            key = tuple(sorted(measurement.items(), key=lambda pair: pair[0]))
+            if key not in seen:
+                seen.add(key)
+                history.append(measurement)
     return history

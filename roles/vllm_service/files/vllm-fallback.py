@@ -9,6 +9,9 @@ It marks each failed variant "fell_back" in its trial record and in the node's h
 switch role does not keep it again until something about it changes, and starts the baseline.
 A switch in progress owns what runs: the unit's ConditionPathExists= skips this while the switch lock
 exists. Standard library only; it runs on the node with the system's python3.
+
+Records are written by the collection's own record code (module_utils/_trial_records.py), which the role
+installs beside this script, so that this script and the switch role's trial_record module write alike.
 """
 
 import datetime
@@ -17,6 +20,12 @@ import os
 import socket
 import subprocess
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+try:
+    from _trial_records import record_path, write_trial_record
+except ImportError:  # run from the collection itself, as its tests do
+    from ansible_collections.llmops.vllm.plugins.module_utils._trial_records import record_path, write_trial_record
 
 
 def show(unit):
@@ -43,7 +52,7 @@ def fallback_records(config, failed, now, who):
     """(record path, record) for each failed variant: its trial record, marked as fallen back."""
     records = []
     for variant, unit, state in failed:
-        path = os.path.join(config["records_dir"], variant + ".json")
+        path = record_path(config["records_dir"], variant)
         try:
             with open(path, encoding="utf-8") as handle:
                 record = json.load(handle)
@@ -58,24 +67,6 @@ def fallback_records(config, failed, now, who):
     return records
 
 
-def write_record(path, record, history):
-    """Replace the variant's record atomically and append it to the history, as the switch role does."""
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    temporary = path + ".fallback"
-    with open(temporary, "w", encoding="utf-8") as handle:
-        handle.write(json.dumps(record, indent=2, sort_keys=True) + "\n")
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.chmod(temporary, 0o644)
-    os.replace(temporary, path)
-    descriptor = os.open(history, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        os.write(descriptor, (json.dumps(record, sort_keys=True) + "\n").encode("utf-8"))
-        os.fsync(descriptor)
-    finally:
-        os.close(descriptor)
-
-
 def main(argv):
     if len(argv) != 2:
         print("usage: vllm-fallback CONFIG.json", file=sys.stderr)
@@ -87,8 +78,8 @@ def main(argv):
         print("no variant of %s is failed; nothing to do" % config["model"])
         return 0
     now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-    for path, record in fallback_records(config, failed, now, "systemd@" + socket.getfqdn()):
-        write_record(path, record, os.path.join(config["records_dir"], "history.jsonl"))
+    for dummy, record in fallback_records(config, failed, now, "systemd@" + socket.getfqdn()):
+        write_trial_record(config["records_dir"], record)
         print(record["reason"])
     # Start, not restart: the variants' Conflicts= keeps only one unit of the model running.
     return subprocess.run(["systemctl", "start", "--no-block", config["baseline_unit"]], check=False).returncode

@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 SCRIPT = Path(__file__).resolve().parents[3] / 'roles' / 'vllm_service' / 'files' / 'vllm-fallback.py'
@@ -40,7 +43,7 @@ def test_the_kept_record_is_marked_fallen_back_and_appended_to_the_history(tmp_p
     (tmp_path / 'history.jsonl').write_text(json.dumps(kept) + '\n', encoding='utf-8')
     failed = fallback.failed_variants(config(tmp_path), STATES.get)
     [(path, record)] = fallback.fallback_records(config(tmp_path), failed, '2026-12-01T09:00:00+00:00', 'systemd@node')
-    fallback.write_record(path, record, str(tmp_path / 'history.jsonl'))
+    fallback.write_trial_record(str(tmp_path), record)
 
     written = json.loads((tmp_path / 'ngram.json').read_text(encoding='utf-8'))
     assert written['outcome'] == 'fell_back' and written['started_by'] == 'systemd@node'
@@ -50,11 +53,26 @@ def test_the_kept_record_is_marked_fallen_back_and_appended_to_the_history(tmp_p
                                  ' systemd put vllm-tiny-llama-baseline.service back at 2026-12-01T09:00:00+00:00')
     history = [json.loads(line) for line in (tmp_path / 'history.jsonl').read_text(encoding='utf-8').splitlines()]
     assert [entry['outcome'] for entry in history] == ['kept', 'fell_back']
-    assert not list(tmp_path.glob('*.fallback'))
+    assert path == str(tmp_path / 'ngram.json') and not list(tmp_path.glob('*.tmp'))
 
 
 def test_a_variant_without_a_record_still_gets_one(tmp_path):
     failed = fallback.failed_variants(config(tmp_path / 'records'), STATES.get)
     [(path, record)] = fallback.fallback_records(config(tmp_path / 'records'), failed, 'T', 'systemd@node')
-    fallback.write_record(path, record, str(tmp_path / 'records' / 'history.jsonl'))
+    fallback.write_trial_record(str(tmp_path / 'records'), record)
     assert json.loads(Path(path).read_text(encoding='utf-8'))['outcome'] == 'fell_back'
+
+
+def test_installed_beside_the_record_code_the_script_needs_nothing_else(tmp_path):
+    # As the role installs it: the script and module_utils/_trial_records.py in one directory, run by the node's
+    # python3 without Ansible or the collection on its path.
+    shutil.copy(SCRIPT, tmp_path / 'vllm-fallback.py')
+    shutil.copy(SCRIPT.parents[3] / 'plugins' / 'module_utils' / '_trial_records.py', tmp_path / '_trial_records.py')
+    probe = ('import importlib.util, sys\n'
+             f'spec = importlib.util.spec_from_file_location("fallback", {str(tmp_path / "vllm-fallback.py")!r})\n'
+             'module = importlib.util.module_from_spec(spec)\n'
+             'spec.loader.exec_module(module)\n'
+             'print(module.write_trial_record.__module__)\n')
+    run = subprocess.run([sys.executable, '-I', '-c', probe], capture_output=True, text=True, check=False,
+                         cwd=tmp_path, timeout=60)
+    assert (run.returncode, run.stdout.strip()) == (0, '_trial_records'), run.stderr

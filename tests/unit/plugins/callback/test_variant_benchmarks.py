@@ -343,6 +343,12 @@ DECIDED_TRIAL = f"""
       register: variant_run
       delegate_to: localhost
 
+    - name: Read the node's history, as the switch role does
+      llmops.vllm.trial_record_info:
+        path: "{{{{ records }}}}"
+      register: node_trials
+      delegate_to: localhost
+
     - name: Decide
       llmops.vllm.trial_decision:
         variant: "{{{{ variant_run }}}}"
@@ -353,7 +359,18 @@ DECIDED_TRIAL = f"""
         baseline_unit_checksum: sum-of-baseline
         identity: identity-of-ngram
         baseline_lifetime: "{{{{ lifetime }}}}"
+        node_history: "{{{{ node_trials.history }}}}"
       register: decision
+
+    - name: Record the trial on the node, as the switch role does
+      llmops.vllm.trial_record:
+        path: "{{{{ records }}}}"
+        record:
+          variant: ngram
+          baseline: baseline
+          outcome: "{{{{ 'kept' if decision.decision == 'keep' else 'rolled_back' }}}}"
+          decision: "{{{{ decision }}}}"
+      delegate_to: localhost
 
     - name: Show it
       ansible.builtin.debug:
@@ -361,12 +378,43 @@ DECIDED_TRIAL = f"""
 """
 
 
-def run_trial(project, playbook, lifetime, base, speed):
+def run_trial(project, playbook, lifetime, base, speed, records='records', **extra_env):
     """One trial: the baseline ran in this lifetime at base tok/s, the variant at speed, each +/- 1 tok/s."""
     extra = json.dumps({'lifetime': lifetime, 'base_runs': [base - 1.0, base, base + 1.0],
-                        'runs': [speed - 1.0, speed, speed + 1.0]})
+                        'runs': [speed - 1.0, speed, speed + 1.0], 'records': str(project.root / records)})
     return subprocess.run(project.command(playbook) + ['-e', extra], cwd=project.root / 'elsewhere',
-                          env=project.environment(), capture_output=True, text=True, timeout=300, check=False)
+                          env=project.environment(**extra_env), capture_output=True, text=True, timeout=300,
+                          check=False)
+
+
+TRIALS = (('L1', 100.0), ('L2', 110.0), ('L3', 90.0))
+
+
+def node_decisions(directory):
+    """What the node's history says each trial decided, and from how many earlier lifetimes."""
+    lines = (directory / 'history.jsonl').read_text(encoding='utf-8').splitlines()
+    return [(entry['decision']['decision'], entry['decision']['outcome'], entry['decision']['history'],
+             entry['decision']['reason'], entry['decision']['baseline_lifetimes'])
+            for entry in map(json.loads, lines)]
+
+
+def test_without_the_callback_the_node_history_decides_alike(project):
+    # The decision learns from the node alone: a controller without the callback, or another controller,
+    # decides each trial of the same node exactly as one with it.
+    project.configure(database='results/benchmarks.sqlite3')
+    playbook = project.playbook(DECIDED_TRIAL)
+    for records, extra_env in (('with-callback', {}), ('without-callback', {'ANSIBLE_CALLBACKS_ENABLED': 'ansible.builtin.default'})):
+        for lifetime, base in TRIALS:
+            run = run_trial(project, playbook, lifetime, base, base * 0.95, records=records, **extra_env)
+            assert run.returncode == 0, run.stdout + run.stderr
+    with_callback = node_decisions(project.root / 'with-callback')
+    assert [decided[:2] for decided in with_callback] == [
+        ('keep', 'not_slower'), ('roll_back', 'inconclusive'), ('roll_back', 'inconclusive')]
+    assert [decided[2]['earlier_lifetimes'] for decided in with_callback] == [0, 1, 2]
+    assert node_decisions(project.root / 'without-callback') == with_callback
+    # Only the run with the callback stored anything on the controller.
+    assert [row['variant'] for row in decisions(project.config.parent / 'results' / 'benchmarks.sqlite3')] == \
+        ['ngram'] * 3
 
 
 def decisions(database):
@@ -389,7 +437,7 @@ def test_a_trial_decision_is_stored_printed_and_learns_from_earlier_lifetimes(pr
     assert '  decision on ngram: kept (not slower), not slower at concurrency 4: -5.0%' in first.stdout
 
     # Baseline lifetimes that differ by 10% make the same -5% too uncertain to keep.
-    for lifetime, base in (('L2', 110.0), ('L3', 90.0)):
+    for lifetime, base in TRIALS[1:]:
         again = run_trial(project, playbook, lifetime, base, base * 0.95)
         assert again.returncode == 0, again.stdout + again.stderr
     assert 'DECIDED roll_back 2 inconclusive at concurrency 4' in again.stdout

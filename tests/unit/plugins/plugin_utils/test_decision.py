@@ -14,13 +14,13 @@ from ansible_collections.llmops.vllm.plugins.plugin_utils._decision import (
     DecisionError,
     decide,
     decide_workloads,
-    history_from_records,
+    baseline_lifetimes,
+    history_from_node,
     judge_level,
     kv_cache_room,
     lifetime_spread,
     merged_slo,
 )
-from ansible_collections.llmops.vllm.plugins.plugin_utils._results_store import BenchmarkRecord
 
 
 def level(runs, concurrency=4, failed=0, **extra):
@@ -165,45 +165,6 @@ def test_welch_half_width_and_lifetime_spread_by_hand():
     spread = lifetime_spread([90.0, 110.0])
     assert spread['cv_pct'] == pytest.approx(statistics.stdev([90.0, 110.0]))
     assert spread['half_width_pct'] == pytest.approx(12.7062 * 2 ** 0.5 * spread['cv_pct'])
-
-
-def test_history_from_records_keeps_clean_runs_of_the_same_baseline_unit():
-    def record(variant='baseline', checksum='aaa', lifetime='L1', failed=0, task_failed=False, run='r1', value=100.0):
-        labels = {'unit_checksum': checksum}
-        if lifetime:
-            labels['lifetime'] = lifetime
-        return BenchmarkRecord(recorded_at='2026-11-30T00:00:00Z', run_id=run, host='node', model='m', variant=variant,
-                               metrics={'max_concurrency': 4, 'output_throughput': value, 'failed': failed},
-                               labels=labels, task_failed=task_failed)
-
-    records = [record(), record(variant='ngram'), record(checksum='bbb'), record(failed=1), record(task_failed=True),
-               record(lifetime=None, run='r2', value=90.0)]
-
-    history = history_from_records(records, host='node', model='m', baseline='baseline', unit_checksum='aaa')
-
-    assert history == [{'max_concurrency': 4, 'output_throughput': 100.0, 'lifetime': 'L1', 'workload': 'default',
-                        'prompt_set_sha256': None},
-                       {'max_concurrency': 4, 'output_throughput': 90.0, 'lifetime': 'run r2', 'workload': 'default',
-                        'prompt_set_sha256': None}]
-
-
-def test_history_from_records_leaves_out_the_baseline_of_another_identity_behind_the_same_unit():
-    def record(identity, value):
-        labels = {'unit_checksum': 'aaa', 'lifetime': f'L{value}'}
-        if identity:
-            labels['trial_identity'] = identity
-        return BenchmarkRecord(recorded_at='2026-11-30T00:00:00Z', run_id='r1', host='node', model='m',
-                               variant='baseline', metrics={'max_concurrency': 4, 'output_throughput': value},
-                               labels=labels)
-
-    # Another environment or vLLM version behind the same unit file is another server; records from before
-    # identities existed still count.
-    records = [record('same', 100.0), record('other', 50.0), record(None, 90.0)]
-    history = history_from_records(records, host='node', model='m', baseline='baseline', unit_checksum='aaa',
-                                   identity='same')
-    assert [entry['output_throughput'] for entry in history] == [100.0, 90.0]
-    everything = history_from_records(records, host='node', model='m', baseline='baseline', unit_checksum='aaa')
-    assert len(everything) == 3
 
 
 @pytest.mark.parametrize('kwargs, message', [
@@ -544,19 +505,6 @@ def test_every_workload_names_its_contaminated_levels():
     assert answer['contaminated'] == [{'side': 'variant', 'max_concurrency': 4, 'foreign_requests': 2, 'workload': 'chat'}]
 
 
-def test_a_contaminated_baseline_level_is_no_lifetime_of_the_history():
-    def record(foreign):
-        return BenchmarkRecord(recorded_at='2026-11-30T00:00:00Z', run_id='r1', host='node', model='m', variant='baseline',
-                               metrics={'max_concurrency': 4, 'output_throughput': 80.0, 'failed': 0,
-                                        'foreign_requests': foreign},
-                               labels={'lifetime': 'L%s' % foreign})
-
-    history = history_from_records([record(12), record(0), record(None)], host='node', model='m', baseline='baseline',
-                                   unit_checksum=None)
-
-    assert [item['lifetime'] for item in history] == ['L0', 'LNone']
-
-
 def measured(name, max_tokens, *levels):
     return dict(workload(name, *levels), options={'max_tokens': max_tokens})
 
@@ -588,3 +536,66 @@ def test_an_unknown_kv_cache_flags_nothing():
                     'needs': [{'workload': 'default', 'max_concurrency': 64, 'prompt_tokens': 2000,
                                'max_tokens': 4096, 'tokens': 390144}],
                     'short': []}
+
+
+def in_lifetime(lifetime, result, checksum='aaa', identity=None):
+    """A module result of the baseline as the role measures it: labelled with its lifetime and unit."""
+    labels = dict(result.get('labels') or {}, lifetime=lifetime, unit_checksum=checksum)
+    if identity:
+        labels['trial_identity'] = identity
+    return dict(result, labels=labels)
+
+
+def decided(lifetimes, baseline='baseline', outcome='rolled_back'):
+    """A decided record of the node's history, holding what its decision returned."""
+    return {'variant': 'ngram', 'baseline': baseline, 'outcome': outcome,
+            'decision': {'decision': 'roll_back', 'baseline_lifetimes': lifetimes}}
+
+
+def test_a_trial_keeps_its_clean_baseline_measurements_with_lifetime_unit_and_identity():
+    baseline = looped(in_lifetime('L1', workload('code', level([99.0, 100.0, 101.0]),
+                                                 level([50.0, 51.0, 52.0], concurrency=8, failed=1)), identity='id-1'),
+                      in_lifetime('L1', workload('chat', level([80.0, 80.0, 80.0], foreign_requests=2))))
+    assert baseline_lifetimes(baseline) == [
+        {'workload': 'code', 'max_concurrency': 4, 'output_throughput': 100.0, 'lifetime': 'L1',
+         'prompt_set_sha256': None, 'unit_checksum': 'aaa', 'identity': 'id-1'}]
+
+
+def test_a_baseline_without_a_lifetime_label_teaches_nothing():
+    assert baseline_lifetimes(workload('default', level([99.0, 100.0, 101.0]))) == []
+
+
+def test_the_node_history_gives_the_lifetimes_of_the_same_baseline_unit_and_identity():
+    def kept(lifetime, value, checksum='aaa', identity='id-1'):
+        return {'workload': 'default', 'max_concurrency': 4, 'output_throughput': value, 'lifetime': lifetime,
+                'prompt_set_sha256': None, 'unit_checksum': checksum, 'identity': identity}
+
+    entries = [
+        {'variant': 'ngram', 'baseline': 'baseline', 'outcome': 'in_progress', 'decision': None},
+        decided([kept('L1', 100.0), kept('L2', 90.0, checksum='bbb')]),
+        decided([kept('L1', 100.0)], outcome='rolled_back'),      # the same trial recorded again: counted once
+        decided([kept('L3', 80.0, identity='id-2')]),              # same unit, another environment or release
+        decided([kept('L4', 70.0, identity=None)]),                 # kept before identities existed
+        decided([kept('L5', 60.0)], baseline='main'),              # another baseline variant
+        'not a record',
+    ]
+    history = history_from_node(entries, baseline='baseline', unit_checksum='aaa', identity='id-1')
+    assert [(item['lifetime'], item['output_throughput']) for item in history] == [('L1', 100.0), ('L4', 70.0)]
+    assert history[0] == {'max_concurrency': 4, 'output_throughput': 100.0, 'lifetime': 'L1', 'workload': 'default',
+                          'prompt_set_sha256': None}
+
+
+def test_what_one_trial_keeps_is_what_the_next_trial_learns_from():
+    # A -5% variant with runs 1 tok/s apart is kept on the within-lifetime interval alone; after two more
+    # lifetimes of the baseline 10% apart, the same -5% is too uncertain to keep.
+    history = []
+    for lifetime, base in (('L1', 100.0), ('L2', 110.0), ('L3', 90.0)):
+        baseline = in_lifetime(lifetime, workload('default', level(around(base, 1.0))))
+        variant = workload('default', level(around(base * 0.95, 1.0)))
+        learnt = history_from_node(history, baseline='baseline', unit_checksum='aaa')
+        answer = decide_workloads(variant, baseline, history=learnt, baseline_lifetime=lifetime)
+        history.append(decided(baseline_lifetimes(baseline)))
+        if lifetime == 'L1':
+            assert (answer['decision'], answer['history']['earlier_lifetimes']) == ('keep', 0)
+    assert (answer['decision'], answer['outcome'], answer['history']['earlier_lifetimes']) == \
+        ('roll_back', 'inconclusive', 2)
