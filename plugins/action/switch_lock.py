@@ -15,6 +15,8 @@ import time
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
+from ansible_collections.llmops.vllm.plugins.modules.switch_lock import DOCUMENTATION
+from ansible_collections.llmops.vllm.plugins.plugin_utils._documented_options import documented_argument_spec
 from ansible_collections.llmops.vllm.plugins.plugin_utils._switch_lock import (
     FREE,
     HELD,
@@ -24,13 +26,9 @@ from ansible_collections.llmops.vllm.plugins.plugin_utils._switch_lock import (
     lock_verdict,
 )
 
-_ARGUMENT_SPEC = {
-    'path': {'type': 'path', 'required': True},
-    'state': {'type': 'str', 'default': 'present', 'choices': ['present', 'absent']},
-    'wait': {'type': 'int', 'default': 0},
-    'stale_after': {'type': 'int', 'default': 14400},
-    'poll': {'type': 'float', 'default': 5},
-}
+# The module's own options on the node, which only this plugin sets: a playbook that gives one is refused.
+_NODE_OPTIONS = ('op', 'holder', 'expected_run_id')
+_ARGUMENT_SPEC = {name: spec for name, spec in documented_argument_spec(DOCUMENTATION).items() if name not in _NODE_OPTIONS}
 _MODULE = 'llmops.vllm.switch_lock'
 
 

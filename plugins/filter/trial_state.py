@@ -19,7 +19,10 @@ description:
   - RV(_value.interrupted) - a trial started and never finished.
   - RV(_value.reopened) - the parts of the identity that changed since a decided trial, to name.
   - RV(_value.serves) - for a settled target that does not run, what serves after the run (O(decided_serves)).
-  - The baseline is never tried against itself; everything is false or empty for it.
+  - RV(_value.action) - what the switch does with the target - V(trial), V(confirm) or V(report).
+  - RV(_value.retried) - why the target is tried again.
+  - The baseline is never tried against itself; everything is false or empty for it, and it is confirmed when it
+    runs and served (its V(trial)) otherwise.
 options:
   _input:
     description: The target's trial record, as the role wrote it; V(null) or V({}) when there is none.
@@ -98,6 +101,19 @@ _value:
       elements: str
     serves:
       description: For a settled target that does not run, V(target), V(running) or V(baseline); V(null) otherwise.
+      type: str
+    action:
+      description:
+        - V(trial) - try the target against the baseline (for the baseline itself, serve it).
+        - V(confirm) - the target runs as its trial left it; confirm that it serves.
+        - V(report) - the target's trial was decided and it does not run; report the decision, and serve as
+          RV(_value.serves) says.
+      type: str
+    retried:
+      description:
+        - Why the target is tried again - V(interrupted) (whether it runs or not), V(stale) or V(forced) (it
+          runs), the first that holds.
+        - V(null) otherwise.
       type: str
 """
 

@@ -7,7 +7,7 @@
 
 Per model, a directory holds one record per variant (``<variant>.json``, the latest trial of that variant)
 and ``history.jsonl``, every record ever written, one JSON object per line, only ever appended to.
-The trial_history and trial_record_info modules and the fallback script that systemd runs all go
+The trial_record and trial_record_info modules and the fallback script that systemd runs all go
 through here. Standard library only: the fallback script runs this file with the node's python3.
 """
 

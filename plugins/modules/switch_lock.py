@@ -196,7 +196,8 @@ def main():
             op=dict(type="str", default="read", choices=["read", "create", "replace", "remove"]),
             holder=dict(type="dict"),
             expected_run_id=dict(type="str", no_log=False),
-            # The options of the action plugin, accepted so that its arguments can pass through unchanged.
+            # The action plugin's options, documented with the module's: the action validates them and runs this
+            # module with op alone, so they never reach the node.
             state=dict(type="str", default="present", choices=["present", "absent"]),
             wait=dict(type="int", default=0),
             stale_after=dict(type="int", default=14400),

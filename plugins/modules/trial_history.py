@@ -18,6 +18,10 @@ description:
     results database too.
 author:
   - llmops.vllm maintainers (!UNKNOWN)
+deprecated:
+  removed_in: 2.0.0
+  why: M(llmops.vllm.trial_record) is the one writer of the node's records and history.
+  alternative: Use M(llmops.vllm.trial_record) with O(llmops.vllm.trial_record#module:latest=false).
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
 attributes:

@@ -38,9 +38,15 @@ options:
       - C(recorded_at), an ISO 8601 time with its time zone, is added when missing.
     type: dict
     required: true
+  latest:
+    description:
+      - Whether the record also becomes the variant's latest record.
+      - V(false) only appends it to the history. The C(llmops.vllm.vllm_switch) role does so when it serves again a
+        variant that an earlier trial kept, whose record stays the one that decided it.
+    type: bool
+    default: true
 seealso:
   - module: llmops.vllm.trial_record_info
-  - module: llmops.vllm.trial_history
 """
 
 EXAMPLES = r"""
@@ -52,9 +58,19 @@ EXAMPLES = r"""
       baseline: baseline
       outcome: rolled_back
       reason: slower at concurrency 8
+
+- name: Add to the history that the kept n-gram serves again, leaving its trial's record as it is
+  llmops.vllm.trial_record:
+    path: /var/lib/vllm-switch/kimi-k2.5
+    record: "{{ kept_record | combine({'reason': 'served again, as kept by its trial'}) }}"
+    latest: false
 """
 
 RETURN = r"""
+latest:
+  description: Whether the record became the variant's latest record (O(latest)).
+  returned: always
+  type: bool
 record:
   description: The record as it was written.
   returned: always
@@ -75,6 +91,7 @@ import re
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.llmops.vllm.plugins.module_utils._trial_records import (
+    append_to_history,
     count_entries,
     history_path,
     missing_keys,
@@ -89,7 +106,8 @@ _VARIANT = re.compile(r'^[A-Za-z0-9_][A-Za-z0-9_.-]*$')
 
 def main():
     module = AnsibleModule(
-        argument_spec=dict(path=dict(type='path', required=True), record=dict(type='dict', required=True)),
+        argument_spec=dict(path=dict(type='path', required=True), record=dict(type='dict', required=True),
+                           latest=dict(type='bool', default=True)),
         supports_check_mode=True,
     )
     directory = module.params['path']
@@ -101,17 +119,21 @@ def main():
         module.fail_json(msg='record.variant: %r is not a variant name (letters, digits, _, . and -)'
                          % (record['variant'],))
     record = stamped(record)
+    latest = module.params['latest']
     path = record_path(directory, record['variant'])
     history = history_path(directory)
     if module.check_mode:
-        module.exit_json(changed=True, record=record, path=path, entries=count_entries(history) + 1)
+        module.exit_json(changed=True, record=record, path=path, latest=latest, entries=count_entries(history) + 1)
     try:
         if not os.path.isdir(directory):
             os.makedirs(directory, mode=0o755)
-        write_trial_record(directory, record)
+        if latest:
+            write_trial_record(directory, record)
+        else:
+            append_to_history(history, record)
     except OSError as exc:
         module.fail_json(msg='could not write the record of %s in %s: %s' % (record['variant'], directory, exc))
-    module.exit_json(changed=True, record=record, path=path, entries=count_entries(history))
+    module.exit_json(changed=True, record=record, path=path, latest=latest, entries=count_entries(history))
 
 
 if __name__ == '__main__':

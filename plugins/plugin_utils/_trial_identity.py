@@ -122,7 +122,12 @@ def trial_state(record: Mapping[str, t.Any] | None, identity: Mapping[str, t.Any
       it and decided_serves is 'target'; 'running' when decided_serves is 'running' or 'target' and another
       unit of the model runs (others_running), which is left as it is; otherwise 'baseline'. None when the
       target is not settled or runs.
-    The baseline is never tried against itself: all of them are false, empty or None for it.
+    - action: what the switch does - 'trial' (try the target against the baseline), 'confirm' (the target runs
+      as its trial left it: confirm that it serves) or 'report' (a settled target that does not run).
+    - retried: why the target is tried again - 'interrupted' (whether it runs or not), 'stale' or 'forced' (it
+      runs), the first that holds; None otherwise.
+    The baseline is never tried against itself: all of them are false, empty or None for it, and its action is
+    'confirm' when it runs and 'trial' (serve it) otherwise.
     """
     if decided_serves not in DECIDED_SERVES:
         raise TrialIdentityError(f"decided_serves must be one of {', '.join(DECIDED_SERVES)}, got {decided_serves!r}")
@@ -131,7 +136,8 @@ def trial_state(record: Mapping[str, t.Any] | None, identity: Mapping[str, t.Any
     outcome = record.get('outcome')
     recorded_unit = record.get('unit_checksum')
     if baseline:
-        return {'settled': False, 'stale': False, 'forced': False, 'interrupted': False, 'reopened': [], 'serves': None}
+        return {'settled': False, 'stale': False, 'forced': False, 'interrupted': False, 'reopened': [], 'serves': None,
+                'action': 'confirm' if running else 'trial', 'retried': None}
     against = SETTLED_AGAINST + (('kept',) if decided_serves != 'baseline' else ())
     settled = not force and recorded_unit == unit_checksum and not changed and outcome in against
     serves = None
@@ -142,11 +148,22 @@ def trial_state(record: Mapping[str, t.Any] | None, identity: Mapping[str, t.Any
             serves = 'running'
         else:
             serves = 'baseline'
+    stale = running and (recorded_unit not in (None, unit_checksum) or bool(changed))
+    forced = running and force
+    interrupted = outcome == 'in_progress'
+    retried = next((name for name, why in (('interrupted', interrupted), ('stale', stale), ('forced', forced)) if why),
+                   None)
+    if retried or (not running and not settled):
+        action = 'trial'
+    else:
+        action = 'confirm' if running else 'report'
     return {
         'settled': settled,
-        'stale': running and (recorded_unit not in (None, unit_checksum) or bool(changed)),
-        'forced': running and force,
-        'interrupted': outcome == 'in_progress',
+        'stale': stale,
+        'forced': forced,
+        'interrupted': interrupted,
         'reopened': changed if outcome in DECIDED else [],
         'serves': serves,
+        'action': action,
+        'retried': retried,
     }

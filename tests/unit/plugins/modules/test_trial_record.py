@@ -32,6 +32,17 @@ def test_a_record_is_the_variants_latest_and_a_line_of_the_history(tmp_path, mon
     assert (read['changed'], read['skipped_lines'], read['unreadable_records']) == (False, 0, [])
 
 
+def test_a_record_that_is_not_the_latest_only_joins_the_history(tmp_path, monkeypatch):
+    directory = tmp_path / 'kimi-k2.5'
+    kept = call(monkeypatch, trial_record, path=str(directory), record={'variant': 'ngram', 'outcome': 'kept'})
+    again = call(monkeypatch, trial_record, path=str(directory), latest=False,
+                 record={'variant': 'ngram', 'outcome': 'kept', 'reason': 'served again, as kept by its trial'})
+    assert (again['latest'], again['entries']) == (False, 2)
+    read = call(monkeypatch, trial_record_info, path=str(directory))
+    assert read['records'] == {'ngram': kept['record']}
+    assert read['history'] == [kept['record'], again['record']]
+
+
 def test_check_mode_writes_nothing(tmp_path, monkeypatch):
     result = call(monkeypatch, trial_record, check_mode=True, path=str(tmp_path / 'm'),
                   record={'variant': 'ngram', 'outcome': 'kept'})

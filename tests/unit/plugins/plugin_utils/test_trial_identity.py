@@ -115,33 +115,44 @@ def test_the_weights_of_a_variant_are_its_model_and_its_draft():
 @pytest.mark.parametrize('record, changed, unit, running, force, expected', [
     # Rolled back with this very unit and identity: settled, not repeated.
     ({'outcome': 'rolled_back', 'unit_checksum': 'u1'}, [], 'u1', False, False,
-     {'settled': True, 'stale': False, 'forced': False, 'interrupted': False, 'reopened': [], 'serves': 'baseline'}),
+     {'settled': True, 'stale': False, 'forced': False, 'interrupted': False, 'reopened': [],
+      'serves': 'baseline', 'action': 'report', 'retried': None}),
     # The same, forced: tried again.
     ({'outcome': 'rolled_back', 'unit_checksum': 'u1'}, [], 'u1', False, True,
-     {'settled': False, 'stale': False, 'forced': False, 'interrupted': False, 'reopened': [], 'serves': None}),
+     {'settled': False, 'stale': False, 'forced': False, 'interrupted': False, 'reopened': [],
+      'serves': None, 'action': 'trial', 'retried': None}),
     # Fell back in service, then the environment changed: open again, naming it.
     ({'outcome': 'fell_back', 'unit_checksum': 'u1'}, ['environment'], 'u1', False, False,
-     {'settled': False, 'stale': False, 'forced': False, 'interrupted': False, 'reopened': ['environment'], 'serves': None}),
+     {'settled': False, 'stale': False, 'forced': False, 'interrupted': False, 'reopened': ['environment'],
+      'serves': None, 'action': 'trial', 'retried': None}),
     # Kept and running, with a new unit file: stale, tried again.
     ({'outcome': 'kept', 'unit_checksum': 'u1'}, [], 'u2', True, False,
-     {'settled': False, 'stale': True, 'forced': False, 'interrupted': False, 'reopened': [], 'serves': None}),
+     {'settled': False, 'stale': True, 'forced': False, 'interrupted': False, 'reopened': [],
+      'serves': None, 'action': 'trial', 'retried': 'stale'}),
     # Kept and running, its vLLM version changed: stale, and the part is named.
     ({'outcome': 'kept', 'unit_checksum': 'u1'}, ['vllm_version'], 'u1', True, False,
-     {'settled': False, 'stale': True, 'forced': False, 'interrupted': False, 'reopened': ['vllm_version'], 'serves': None}),
+     {'settled': False, 'stale': True, 'forced': False, 'interrupted': False, 'reopened': ['vllm_version'],
+      'serves': None, 'action': 'trial', 'retried': 'stale'}),
     # Kept and running, nothing changed, forced (the keep came from a noisy day): tried again all the same.
     ({'outcome': 'kept', 'unit_checksum': 'u1'}, [], 'u1', True, True,
-     {'settled': False, 'stale': False, 'forced': True, 'interrupted': False, 'reopened': [], 'serves': None}),
+     {'settled': False, 'stale': False, 'forced': True, 'interrupted': False, 'reopened': [],
+      'serves': None, 'action': 'trial', 'retried': 'forced'}),
     # Kept and running, not forced: it stays as it is.
     ({'outcome': 'kept', 'unit_checksum': 'u1'}, [], 'u1', True, False,
-     {'settled': False, 'stale': False, 'forced': False, 'interrupted': False, 'reopened': [], 'serves': None}),
+     {'settled': False, 'stale': False, 'forced': False, 'interrupted': False, 'reopened': [],
+      'serves': None, 'action': 'confirm', 'retried': None}),
     # A killed run's record.
     ({'outcome': 'in_progress', 'unit_checksum': 'u1'}, [], 'u1', True, False,
-     {'settled': False, 'stale': False, 'forced': False, 'interrupted': True, 'reopened': [], 'serves': None}),
+     {'settled': False, 'stale': False, 'forced': False, 'interrupted': True, 'reopened': [],
+      'serves': None, 'action': 'trial', 'retried': 'interrupted'}),
     # No record at all: a first trial.
-    ({}, [], 'u1', False, False, {'settled': False, 'stale': False, 'forced': False, 'interrupted': False, 'reopened': [], 'serves': None}),
+    ({}, [], 'u1', False, False,
+     {'settled': False, 'stale': False, 'forced': False, 'interrupted': False, 'reopened': [],
+      'serves': None, 'action': 'trial', 'retried': None}),
     # Blocked by an operator: the block is the role's own refusal, not a settled trial.
     ({'outcome': 'blocked', 'unit_checksum': 'u1'}, ['unit'], 'u1', False, False,
-     {'settled': False, 'stale': False, 'forced': False, 'interrupted': False, 'reopened': [], 'serves': None}),
+     {'settled': False, 'stale': False, 'forced': False, 'interrupted': False, 'reopened': [],
+      'serves': None, 'action': 'trial', 'retried': None}),
 ])
 def test_what_a_switch_does_with_its_target(record, changed, unit, running, force, expected):
     assert trial_state_filter(record, {'changed': changed}, unit, running, False, force) == expected
@@ -149,7 +160,9 @@ def test_what_a_switch_does_with_its_target(record, changed, unit, running, forc
 
 def test_the_baseline_is_never_tried_against_itself():
     assert trial_state_filter({'outcome': 'in_progress'}, {'changed': ['unit']}, 'u', True, True) == {
-        'settled': False, 'stale': False, 'forced': False, 'interrupted': False, 'reopened': [], 'serves': None}
+        'settled': False, 'stale': False, 'forced': False, 'interrupted': False, 'reopened': [], 'serves': None,
+        'action': 'confirm', 'retried': None}
+    assert trial_state_filter({}, {'changed': []}, 'u', False, True)['action'] == 'trial'
 
 
 @pytest.mark.parametrize('outcome, decided_serves, others_running, settled, serves', [
@@ -170,6 +183,7 @@ def test_what_serves_after_a_decided_trial(outcome, decided_serves, others_runni
     state = trial_state_filter({'outcome': outcome, 'unit_checksum': 'u1'}, {'changed': []}, 'u1', False, False,
                                decided_serves=decided_serves, others_running=others_running)
     assert (state['settled'], state['serves']) == (settled, serves)
+    assert state['action'] == ('report' if settled else 'trial')
 
 
 def test_a_kept_variant_whose_unit_changed_is_tried_again_even_when_comparing():
