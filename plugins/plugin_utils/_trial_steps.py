@@ -5,8 +5,9 @@
 
 """The steps of one trial, and which step comes next.
 
-A trial is a sequence of steps. The role asks next_step() what to do, takes that step (the task file of the
-same name under roles/vllm_switch/tasks/steps/) and appends what happened to the steps taken. Which step
+A trial is a sequence of steps. The role asks next_step() what to do, takes that step (the task file
+roles/vllm_switch/tasks/step_<name>.yml) and appends what happened to the steps taken; a stop ends the run
+with its message, and done ends the trial. Which step
 comes next is decided here alone, from the steps taken and the trial's plan, so that the order, and what a
 failure at each step leads to, can be read and tested in one place.
 
@@ -22,7 +23,7 @@ import dataclasses
 import typing as t
 from collections.abc import Mapping, Sequence
 
-# What each step does; the role has one task file per step.
+# What each step does; the role has one task file per step that it takes (stop and done end its loop).
 STEPS = {
     'check': 'checks the variant (its weights, the GPUs, its arguments) while the baseline serves',
     'serve': 'makes one side the unit that serves (started and ready)',
