@@ -11,14 +11,14 @@ from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.llmops.vllm.plugins.modules.benchmark_report import DOCUMENTATION
-from ansible_collections.llmops.vllm.plugins.plugin_utils._callback_settings import CALLBACK, callback_setting
+from ansible_collections.llmops.vllm.plugins.plugin_utils._callback_settings import callback_setting
 from ansible_collections.llmops.vllm.plugins.plugin_utils._documented_options import documented_argument_spec
 from ansible_collections.llmops.vllm.plugins.plugin_utils._report import UNDECIDED, decisions_by_trial, write_report
 from ansible_collections.llmops.vllm.plugins.plugin_utils._results_store import ResultsStore, ResultsStoreError
 
 
 class ActionModule(ActionBase):
-    """Render the report on the controller, where the callback keeps the database."""
+    """Render the report on the controller, where the results store lives."""
 
     TRANSFERS_FILES = False
     _requires_connection = False
@@ -32,7 +32,7 @@ class ActionModule(ActionBase):
         baseline_variant = args['baseline_variant'] or callback_setting('baseline_variant')
         if not os.path.exists(database):
             raise AnsibleActionFail(f'No benchmark database at {database}: nothing has been recorded there yet'
-                                    f' (is the {CALLBACK} callback enabled?)')
+                                    ' (llmops.vllm.results_store writes it; is this the database its settings name?)')
         try:
             with ResultsStore(database) as store:
                 records = store.records()

@@ -13,7 +13,7 @@ version_added: 1.0.0
 author:
   - llmops.vllm maintainers (!UNKNOWN)
 description:
-  - Reads the benchmark results that the P(llmops.vllm.variant_benchmarks#callback) callback stored
+  - Reads the benchmark results that P(llmops.vllm.results_store#module) stored
     and writes a Markdown report of them on the controller. Per host and model it has a table of the
     latest result of every variant against the baseline, with its changes and the decision of the trial
     that measured it, and the history of every variant over time.
@@ -95,7 +95,7 @@ seealso:
 """
 
 EXAMPLES = r"""
-- name: Write the report from the database the callback records into
+- name: Write the report from the results store
   llmops.vllm.benchmark_report:
     dest: results/benchmarks.md
   delegate_to: localhost

@@ -16,9 +16,9 @@ description:
   - Takes the benchmark of the baseline and of the variant from one trial, and the baseline's earlier
     lifetimes from the node's own history (O(node_history)), and answers V(keep) or V(roll_back) with the
     rule that decided, a reason in one sentence and the figures behind it. The switch role acts on this
-    answer only, and records it on the node, so that any controller decides alike on that node. The
-    P(llmops.vllm.variant_benchmarks#callback) callback, when enabled, stores and prints the answer; the
-    decision reads nothing it keeps.
+    answer only, and records it on the node, so that any controller decides alike on that node. The switch role
+    adds the answer to the controller's results store (P(llmops.vllm.results_store#module)); the decision reads
+    nothing kept there.
   - The answer carries this trial's clean baseline measurements (RV(baseline_lifetimes)); the trial's
     record keeps them, and later trials learn the baseline's lifetimes from them.
   - Per concurrency level, the change in output tokens/s and its 95% interval are computed. The interval is

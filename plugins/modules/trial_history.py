@@ -14,8 +14,6 @@ description:
     was tried on a node, by whom and with which outcome survives every later trial.
   - The line is written with one C(write) to a file opened for appending and flushed to disk before the module
     returns; a run killed while writing leaves at most one unterminated last line, which readers skip.
-  - The C(llmops.vllm.variant_benchmarks) callback stores every entry this module returns in the controller's
-    results database too.
 author:
   - llmops.vllm maintainers (!UNKNOWN)
 deprecated:

@@ -33,6 +33,12 @@ FIRST_RUN = f"""
           - {{max_concurrency: 4, output_throughput: 99.0, output_throughput_mean: 100.0, output_throughput_ci95: 2.0,
               median_tpot_ms: 10.0, median_ttft_ms: 40.0, completed: 32, failed: 0}}
       delegate_to: localhost
+      register: baseline_run
+
+    - name: Store the baseline
+      llmops.vllm.results_store:
+        benchmark: "{{{{ baseline_run }}}}"
+        task: Baseline
 
     - name: Variants
       openai_benchmark:
@@ -50,6 +56,12 @@ FIRST_RUN = f"""
         - variant: eagle3
           results: [{{max_concurrency: 4, output_throughput: 103.0, output_throughput_mean: 103.0,
                       output_throughput_ci95: 1.5, completed: 32, failed: 0}}]
+      register: variant_runs
+
+    - name: Store the variants
+      llmops.vllm.results_store:
+        benchmark: "{{{{ variant_runs }}}}"
+        task: Variants
 
     - name: A benchmark that failed after measuring
       openai_benchmark:
@@ -58,11 +70,22 @@ FIRST_RUN = f"""
         options: {OPTIONS}
         results: [{{max_concurrency: 4, output_throughput: 10.0, completed: 1, failed: 31}}]
       ignore_errors: true
+      register: broken_run
+
+    - name: Store what the failed benchmark measured
+      llmops.vllm.results_store:
+        benchmark: "{{{{ broken_run }}}}"
+        task: A benchmark that failed after measuring
 
     - name: Looped tasks of other modules are not benchmarks
       ansible.builtin.debug:
         msg: "{{{{ item }}}}"
       loop: [1, 2]
+      register: not_a_benchmark
+
+    - name: Store nothing of them
+      llmops.vllm.results_store:
+        benchmark: "{{{{ not_a_benchmark }}}}"
 """
 
 SECOND_RUN = f"""
@@ -76,6 +99,11 @@ SECOND_RUN = f"""
         labels: {{model: tiny, variant: eagle3}}
         options: {OPTIONS}
         results: [{{max_concurrency: 4, output_throughput: 120.0, completed: 32, failed: 0}}]
+      register: variant_run
+
+    - name: Store it
+      llmops.vllm.results_store:
+        benchmark: "{{{{ variant_run }}}}"
 """
 
 
@@ -133,8 +161,7 @@ def test_results_are_stored_printed_and_reported(project):
     assert ' '.join(table_row(stdout, 'eagle3')) == 'eagle3 default 4 103.0 ± 1.5 +3.0% – – – – – undecided this run'
     assert ' '.join(table_row(stdout, 'broken')) == 'broken default 4 10.0 -90.0% – – – – – undecided (task failed) this run'
     assert '  note: broken at concurrency 4: 31 requests failed.' in stdout
-    assert f"Stored 5 of 5 results in {results / 'benchmarks.sqlite3'}; 5 JSON files in {results / 'runs'}." in stdout
-    assert f"Report: {results / 'report.md'}" in stdout
+    assert f"Stored 5 of 5 results in {results / 'benchmarks.sqlite3'}; 5 JSON files." in stdout
     # Molecule's idempotence check fails a converge whose output matches this.
     assert not re.search(r'changed=[1-9]', stdout)
 
@@ -171,7 +198,7 @@ def test_a_database_that_cannot_be_written_warns_but_keeps_the_play_going(projec
     run = project.run(project.playbook(SECOND_RUN))
     assert run.returncode == 0, run.stdout + run.stderr
     output = run.stdout + run.stderr
-    assert 'variant_benchmarks: could not store 1 results in' in output
+    assert 'results_store: could not store 1 results in' in output
     assert 'Stored 0 of 1 results' in run.stdout
     assert table_row(run.stdout, 'eagle3')[:4] == ['eagle3', 'default', '4', '120.0']
     assert len(project.json_documents(project.config.parent / 'runs')) == 1
@@ -302,6 +329,11 @@ def test_results_of_the_real_openai_benchmark_module(project, fake_vllm):
         warmup_requests: 0
         labels: {{model: tiny, variant: baseline, vllm_version: 0.32.0}}
       delegate_to: localhost
+      register: measured
+
+    - name: Store
+      llmops.vllm.results_store:
+        benchmark: "{{{{ measured }}}}"
 """))
     assert run.returncode == 0, run.stdout + run.stderr
     rows = project.rows(project.config.parent / 'results' / 'benchmarks.sqlite3')
@@ -333,6 +365,10 @@ DECIDED_TRIAL = f"""
       register: baseline_run
       delegate_to: localhost
 
+    - name: Store the baseline
+      llmops.vllm.results_store:
+        benchmark: "{{{{ baseline_run }}}}"
+
     - name: Variant
       openai_benchmark:
         labels: {{model: tiny, variant: ngram}}
@@ -342,6 +378,10 @@ DECIDED_TRIAL = f"""
               completed: 32, failed: 0}}
       register: variant_run
       delegate_to: localhost
+
+    - name: Store the variant
+      llmops.vllm.results_store:
+        benchmark: "{{{{ variant_run }}}}"
 
     - name: Read the node's history, as the switch role does
       llmops.vllm.trial_record_info:
@@ -362,6 +402,10 @@ DECIDED_TRIAL = f"""
         node_history: "{{{{ node_trials.history }}}}"
       register: decision
 
+    - name: Store the decision
+      llmops.vllm.results_store:
+        decision: "{{{{ decision }}}}"
+
     - name: Record the trial on the node, as the switch role does
       llmops.vllm.trial_record:
         path: "{{{{ records }}}}"
@@ -371,6 +415,11 @@ DECIDED_TRIAL = f"""
           outcome: "{{{{ 'kept' if decision.decision == 'keep' else 'rolled_back' }}}}"
           decision: "{{{{ decision }}}}"
       delegate_to: localhost
+      register: recorded
+
+    - name: Store the record
+      llmops.vllm.results_store:
+        history: "{{{{ recorded.record }}}}"
 
     - name: Show it
       ansible.builtin.debug:
@@ -412,9 +461,21 @@ def test_without_the_callback_the_node_history_decides_alike(project):
         ('keep', 'not_slower'), ('roll_back', 'inconclusive'), ('roll_back', 'inconclusive')]
     assert [decided[2]['earlier_lifetimes'] for decided in with_callback] == [0, 1, 2]
     assert node_decisions(project.root / 'without-callback') == with_callback
-    # Only the run with the callback stored anything on the controller.
-    assert [row['variant'] for row in decisions(project.config.parent / 'results' / 'benchmarks.sqlite3')] == \
-        ['ngram'] * 3
+    # The store is the role's own step: the controller's database got the same rows either way.
+    database = project.config.parent / 'results' / 'benchmarks.sqlite3'
+    stored = [(row['variant'], row['decision'], row['outcome']) for row in decisions(database)]
+    assert stored[3:] == stored[:3] == [('ngram', decided[0], decided[1]) for decided in with_callback]
+    assert [row['variant'] for row in project.rows(database, 'variant')] == ['baseline', 'ngram'] * 6
+    history = history_rows(database)
+    assert [entry['outcome'] for entry in history[3:]] == [entry['outcome'] for entry in history[:3]]
+
+
+def history_rows(database):
+    connection = sqlite3.connect(database)
+    try:
+        return [json.loads(document) for (document,) in connection.execute('SELECT document FROM history ORDER BY id')]
+    finally:
+        connection.close()
 
 
 def decisions(database):
@@ -455,3 +516,28 @@ def test_a_trial_decision_is_stored_printed_and_learns_from_earlier_lifetimes(pr
     report = (results / 'report.md').read_text(encoding='utf-8')
     assert '### Decisions' in report
     assert rows[2]['reason'].split(';')[0] in report
+
+
+def test_check_mode_stores_nothing(project):
+    playbook = project.playbook("""
+- name: A result to store, in check mode
+  hosts: bench-node
+  gather_facts: false
+  tasks:
+    - name: Store it
+      llmops.vllm.results_store:
+        benchmark:
+          labels: {model: tiny, variant: ngram}
+          results: [{max_concurrency: 4, output_throughput: 120.0, completed: 32, failed: 0}]
+      register: stored
+
+    - name: It would have been one row
+      ansible.builtin.assert:
+        that: stored.results == [] and stored.json_files == [] and stored.run_id | length == 32
+""")
+    run = subprocess.run(project.command(playbook) + ['--check'], cwd=project.root / 'elsewhere',
+                         env=project.environment(), capture_output=True, text=True, timeout=300, check=False)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert not (project.config.parent / 'results').exists()
+    assert project.run(playbook).returncode == 2  # without --check the row is stored, so the assert fails
+    assert [row['variant'] for row in project.rows(project.config.parent / 'results' / 'benchmarks.sqlite3')] == ['ngram']

@@ -14,7 +14,7 @@ import pytest
 from ansible.module_utils import basic
 from ansible.module_utils.testing import patch_module_args
 
-from ansible_collections.llmops.vllm.plugins.action.switch_lock import controller_identity, playbooks_of, process_alive
+from ansible_collections.llmops.vllm.plugins.plugin_utils._controller_run import controller_identity, playbooks_of, process_alive
 from ansible_collections.llmops.vllm.plugins.modules import switch_lock
 
 
