@@ -41,7 +41,7 @@ def documented_defaults(role):
 
 
 def test_every_role_is_checked():
-    assert ROLES == ["vllm_service", "vllm_switch", "vllm_unit"]
+    assert ROLES == ["vllm_experiment", "vllm_service", "vllm_switch", "vllm_unit"]
 
 
 @pytest.mark.parametrize("role", ROLES)

@@ -40,7 +40,7 @@ PLAYBOOK = """
   tasks:
     - name: Work out the points
       ansible.builtin.include_role:
-        name: llmops.vllm.vllm_switch
+        name: llmops.vllm.vllm_experiment
         tasks_from: search_points.yml
     - name: Resolve the variants
       ansible.builtin.include_role:
@@ -48,7 +48,7 @@ PLAYBOOK = """
         tasks_from: resolve.yml
     - name: Search
       ansible.builtin.include_role:
-        name: llmops.vllm.vllm_switch
+        name: llmops.vllm.vllm_experiment
         tasks_from: search.yml
 """
 
