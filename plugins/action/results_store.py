@@ -62,19 +62,12 @@ class ActionModule(ActionBase):
                 store.add_history(args['history'])
             store.rewrite_report()
         result.update(changed=False, database=settings['database'], run_id=store.run_id,
-                      results=[_public(record) for record in store.records],
+                      results=[dataclasses.asdict(record) for record in store.records],
                       decision=dataclasses.asdict(store.decision) if store.decision else None,
                       json_files=store.json_files, report=store.report)
         if store.warnings:
             result['warnings'] = store.warnings
         return result
-
-
-def _public(record):
-    return {'row_id': record.row_id, 'recorded_at': record.recorded_at, 'run_id': record.run_id, 'host': record.host,
-            'model': record.model, 'variant': record.variant, 'metrics': dict(record.metrics),
-            'labels': dict(record.labels), 'options': dict(record.options), 'task': record.task,
-            'task_failed': record.task_failed}
 
 
 def _benchmark_outcomes(benchmark):
