@@ -234,7 +234,7 @@ def test_units_carry_the_managed_header_and_the_settings_the_switch_relies_on(re
     render_dir = rendered.dir
     unit = (render_dir / "two" / "vllm-tiny-llama-ngram.service").read_text()
     assert unit.startswith("#\n# Ansible managed\n#\n[Unit]\n")
-    for line in ("Type=exec", "KillMode=control-group", "Restart=on-failure", "TimeoutStartSec=450",
+    for line in ("Type=exec", "KillMode=mixed", "Restart=on-failure", "TimeoutStartSec=450",
                  "StartLimitBurst=3", "StartLimitIntervalSec=1440", "User=vllm", "NoNewPrivileges=yes",
                  "ProtectSystem=strict", "ReadWritePaths=/var/lib/vllm", "SupplementaryGroups=video render",
                  "EnvironmentFile=/etc/vllm/tiny-llama-ngram.env",
