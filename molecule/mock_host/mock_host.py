@@ -254,15 +254,19 @@ def provision(node, public_key, gpu_release_seconds):
             handle.write("render:x:992:\n")
 
 
+def holds_installed_venv(venvs):
+    """Whether a node's venvs directory holds a vLLM release that the role finished installing."""
+    # The role writes this record last (roles/vllm_service/tasks/venv.yml): a venv without it may be half installed.
+    return os.path.isdir(venvs) and any(
+        os.path.exists(os.path.join(venvs, name, "llmops-installed.txt")) for name in os.listdir(venvs))
+
+
 def ensure_venvs(node):
     """The node's /opt/vllm, kept across boots; a new node copies the first node's (same paths inside)."""
     if os.path.isdir(node.venvs):
         return
     first = Node(1).venvs
-    # The role writes this record last (roles/vllm_service/tasks/venv.yml): a venv without it may be half installed.
-    installed = os.path.isdir(first) and any(
-        os.path.exists(os.path.join(first, name, "llmops-installed.txt")) for name in os.listdir(first))
-    if node.instance != 1 and installed:
+    if node.instance != 1 and holds_installed_venv(first):
         log("copying the venvs of %s for %s" % (Node(1).hostname, node.hostname))
         shutil.rmtree(node.venvs + ".partial", ignore_errors=True)
         run(["cp", "-a", "--reflink=auto", first, node.venvs + ".partial"])
@@ -481,7 +485,8 @@ def status(args):
     node = Node(args.instance)
     pid = nspawn_pid(node)
     print(json.dumps({"running": bool(pid), "pid": pid, "hostname": node.hostname, "address": node.address,
-                      "ssh_port": node.ssh_port, "ssh_reachable": port_open(node)}))
+                      "ssh_port": node.ssh_port, "ssh_reachable": port_open(node),
+                      "venv_installed": holds_installed_venv(node.venvs)}))
 
 
 def exec_command(args):
