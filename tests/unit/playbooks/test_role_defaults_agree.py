@@ -44,6 +44,20 @@ def test_every_role_is_checked():
     assert ROLES == ["vllm_experiment", "vllm_service", "vllm_switch", "vllm_unit"]
 
 
+def test_a_variable_that_several_roles_default_has_one_default():
+    """An input of two roles (vllm_service's fallback writes vllm_switch's records) is defaulted alike in both."""
+    defaulted_by = {}
+    for role in ROLES:
+        path = REPO / "roles" / role / "defaults" / "main.yml"
+        if path.exists():
+            for name, value in (yaml.safe_load(path.read_text(encoding="utf-8")) or {}).items():
+                defaulted_by.setdefault(name, {})[role] = value
+    shared = dict((name, by_role) for name, by_role in defaulted_by.items() if len(by_role) > 1)
+    assert shared["vllm_switch_state_dir"] == {"vllm_service": "/var/lib/vllm-switch",
+                                               "vllm_switch": "/var/lib/vllm-switch"}
+    assert [name for name, by_role in shared.items() if len(set(map(repr, by_role.values()))) > 1] == []
+
+
 @pytest.mark.parametrize("role", ROLES)
 def test_documented_defaults_are_the_defaults(role):
     defaults = role_defaults()
