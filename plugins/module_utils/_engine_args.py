@@ -12,12 +12,15 @@ stopped and the GPUs went dark.
 
 from __future__ import annotations
 
+import glob
 import grp
+import hashlib
 import json
 import os
 import pwd
 import re
 import subprocess
+import tempfile
 import time
 
 # One line of JSON after this marker says what vLLM answered; anything else on stdout or stderr is vLLM's log.
@@ -190,3 +193,97 @@ def refusal_text(answer):
     message = " ".join(str(answer.get("error") or "").split())
     return "%s while %s: %s" % (answer.get("error_type"), stages.get(answer.get("stage"), answer.get("stage")),
                                 message)
+
+
+# What vLLM reads from a local model or draft directory while it builds its configuration; the weights are not read.
+CONFIG_FILES = ("config.json", "generation_config.json", "tokenizer_config.json", "params.json",
+                "hf_quant_config.json", "quantize_config.json", "preprocessor_config.json")
+
+
+def _flag_value(argv, flag):
+    """The value of FLAG in argv (as FLAG VALUE or FLAG=VALUE), or None."""
+    for index, word in enumerate(argv):
+        if word == flag and index + 1 < len(argv):
+            return argv[index + 1]
+        if word.startswith(flag + "="):
+            return word[len(flag) + 1:]
+    return None
+
+
+def _directory_fingerprint(path):
+    """The configuration files of a local model directory, by content."""
+    files = {}
+    for name in CONFIG_FILES:
+        candidate = os.path.join(path, name)
+        if os.path.isfile(candidate):
+            with open(candidate, "rb") as handle:
+                files[name] = hashlib.sha256(handle.read()).hexdigest()
+    return {"path": os.path.realpath(path), "files": files}
+
+
+def _venv_fingerprint(python):
+    """The venv of the unit's interpreter, by the distributions installed in it (their names carry the versions)."""
+    venv = os.path.dirname(os.path.dirname(python))
+    installed = sorted(os.path.basename(path) for path in glob.glob(
+        os.path.join(venv, "lib", "python*", "site-packages", "*.dist-info")))
+    return {"python": os.path.realpath(python), "distributions": installed}
+
+
+def proof_key(argv, environment, user=None, group=None, supplementary_groups=(), cwd=None):
+    """A digest of everything vLLM's answer depends on, or None when part of it is not on the node.
+
+    That is the command line, the environment, who runs it and where, the venv's installed distributions, and the
+    configuration files of the model, its tokenizer and the speculative draft. A model or draft that is not a local
+    directory (a hub name) gives None: the hub's copy may change between two checks.
+    """
+    argv = [str(word) for word in argv]
+    model = _flag_value(argv, "--model")
+    if not model or not os.path.isdir(model):
+        return None
+    directories = [model]
+    tokenizer = _flag_value(argv, "--tokenizer")
+    if tokenizer:
+        if not os.path.isdir(tokenizer):
+            return None
+        directories.append(tokenizer)
+    speculative = _flag_value(argv, "--speculative-config")
+    if speculative:
+        try:
+            draft = json.loads(speculative).get("model")
+        except (ValueError, AttributeError):
+            return None
+        if draft is not None:
+            if not isinstance(draft, str) or not os.path.isdir(draft):
+                return None
+            directories.append(draft)
+    described = dict(argv=argv, environment=sorted(environment.items()), user=user, group=group,
+                     supplementary_groups=list(supplementary_groups), cwd=cwd or "/",
+                     venv=_venv_fingerprint(argv[0]), directories=[_directory_fingerprint(d) for d in directories])
+    return hashlib.sha256(json.dumps(described, sort_keys=True).encode("utf-8")).hexdigest()
+
+
+def read_accepted(directory, key):
+    """vLLM's earlier answer to the same proof (its stage, context length and speculative method), or None."""
+    try:
+        with open(os.path.join(directory, key + ".json"), encoding="utf-8") as handle:
+            answer = json.load(handle)
+    except (OSError, ValueError):
+        return None
+    return answer if isinstance(answer, dict) and answer.get("stage") == "done" else None
+
+
+def write_accepted(directory, key, answer):
+    """Keep an accepted answer under its key, readable by root alone, written whole or not at all."""
+    os.makedirs(directory, mode=0o700, exist_ok=True)
+    names = ("stage", "max_model_len", "speculative_method", "num_speculative_tokens")
+    kept = dict((name, answer.get(name)) for name in names)
+    handle, temporary = tempfile.mkstemp(dir=directory, prefix=".accepted-")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as stream:
+            json.dump(kept, stream, sort_keys=True)
+        os.chmod(temporary, 0o600)
+        os.replace(temporary, os.path.join(directory, key + ".json"))
+    except BaseException:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+        raise

@@ -28,7 +28,7 @@ extends_documentation_fragment:
 attributes:
   check_mode:
     support: full
-    details: The check only reads; it runs the same in check mode.
+    details: The check only reads; it runs the same in check mode, and remembers nothing in O(cache_dir) then.
   diff_mode:
     support: none
   platform:
@@ -71,6 +71,16 @@ options:
     description: What the arguments are, for the messages, for example the unit's name.
     type: str
     default: the unit
+  cache_dir:
+    description:
+      - A directory on the node where accepted arguments are remembered. A check whose command line, environment,
+        user, working directory, venv distributions and model, tokenizer and draft configuration files are all
+        the same as those of an accepted one is answered from there, without importing vLLM again.
+      - Only acceptances are kept, so a refusal is always checked again. A model or draft named by its hub id
+        is always checked, as the hub's copy may change.
+      - Unset, every check runs vLLM.
+    type: path
+    version_added: 1.2.0
 seealso:
   - module: llmops.vllm.verify_weights
   - module: llmops.vllm.wait_for_openai_endpoint
@@ -86,6 +96,7 @@ EXAMPLES = r"""
     user: vllm
     group: vllm
     name: vllm-kimi-k2.5-ngram.service
+    cache_dir: /var/lib/vllm-switch/kimi-k2.5/accepted-engine-args
 """
 
 RETURN = r"""
@@ -116,6 +127,11 @@ max_model_len:
   description: The context length vLLM settled on.
   returned: when accepted
   type: int
+cached:
+  description: Whether the answer came from O(cache_dir), an earlier acceptance of the same arguments.
+  returned: always
+  type: bool
+  version_added: 1.2.0
 elapsed:
   description: Seconds the check took, most of them importing vLLM.
   returned: always
@@ -134,7 +150,7 @@ msg:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.llmops.vllm.plugins.module_utils._engine_args import (
-    EngineArgsError, refusal_text, run_proof, unit_environment)
+    EngineArgsError, proof_key, read_accepted, refusal_text, run_proof, unit_environment, write_accepted)
 
 # What systemd gives a service before its EnvironmentFile= lines.
 SERVICE_ENVIRONMENT = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8"}
@@ -151,19 +167,25 @@ def main():
             working_directory=dict(type='path', default='/'),
             timeout=dict(type='int', default=600),
             name=dict(type='str', default='the unit'),
+            cache_dir=dict(type='path'),
         ),
         supports_check_mode=True,
     )
     params = module.params
     name = params['name']
-    result = dict(changed=False, accepted=False, refusal=None, elapsed=0.0, log_tail=[])
+    result = dict(changed=False, accepted=False, cached=False, refusal=None, elapsed=0.0, log_tail=[])
     if params['timeout'] <= 0:
         module.fail_json(msg='timeout must be positive, got %d' % params['timeout'], **result)
+    who = dict(user=params['user'], group=params['group'], supplementary_groups=params['supplementary_groups'],
+               cwd=params['working_directory'])
     try:
         environment = unit_environment(params['environment_files'], SERVICE_ENVIRONMENT)
-        proof = run_proof(params['argv'], environment, params['timeout'], user=params['user'],
-                          group=params['group'], supplementary_groups=params['supplementary_groups'],
-                          cwd=params['working_directory'])
+        key = proof_key(params['argv'], environment, **who) if params['cache_dir'] else None
+        answer = read_accepted(params['cache_dir'], key) if key else None
+        if answer:
+            result.update(cached=True, stage=answer['stage'])
+            accepted(module, name, answer, result)
+        proof = run_proof(params['argv'], environment, params['timeout'], **who)
     except (EngineArgsError, OSError) as exc:
         module.fail_json(msg='Could not have vLLM check the arguments of %s: %s' % (name, exc), **result)
     answer = proof['answer']
@@ -171,13 +193,25 @@ def main():
     if not proof['accepted']:
         result['refusal'] = refusal_text(answer)
         module.fail_json(msg='vLLM refuses the arguments of %s: %s' % (name, result['refusal']), **result)
+    if key and not module.check_mode:
+        try:
+            write_accepted(params['cache_dir'], key, answer)
+        except OSError as exc:
+            module.warn('Could not remember the accepted arguments of %s in %s: %s' % (name, params['cache_dir'], exc))
+    accepted(module, name, answer, result)
+
+
+def accepted(module, name, answer, result):
+    """Exit with vLLM's acceptance, as it answered now or earlier."""
     result.update(accepted=True, speculative_method=answer.get('speculative_method'),
                   num_speculative_tokens=answer.get('num_speculative_tokens'),
                   max_model_len=answer.get('max_model_len'))
     method = answer.get('speculative_method')
-    module.exit_json(msg='vLLM accepts the arguments of %s (%s, max_model_len %s) in %.1f s' % (
+    when = 'as it did before (same arguments, venv and model configuration)' if result['cached'] else (
+        'in %.1f s' % result['elapsed'])
+    module.exit_json(msg='vLLM accepts the arguments of %s (%s, max_model_len %s) %s' % (
         name, ('speculative method %s' % method) if method else 'no speculative decoding',
-        answer.get('max_model_len'), proof['elapsed']), **result)
+        answer.get('max_model_len'), when), **result)
 
 
 if __name__ == '__main__':

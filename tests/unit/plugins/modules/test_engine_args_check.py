@@ -97,10 +97,10 @@ def node(tmp_path):
         def argv(self, *extra):
             return [sys.executable, '-m', 'vllm.entrypoints.openai.api_server', '--model', str(model)] + list(extra)
 
-        def run(self, monkeypatch, *extra, **args):
+        def run(self, monkeypatch, *extra, check_mode=False, **args):
             args.setdefault('environment_files', [str(env_file), '-' + str(tmp_path / 'absent.secrets.env')])
             args.update(argv=self.argv(*extra), name='vllm-x.service')
-            return run_module(monkeypatch, engine_args_check, args)
+            return run_module(monkeypatch, engine_args_check, args, check_mode=check_mode)
 
     node = Node()
     node.tmp_path = tmp_path
@@ -255,3 +255,124 @@ def test_environment_files_the_role_writes_read_back_unchanged(tmp_path):
     path = tmp_path / 'written.env'
     path.write_text(format_environment_file(values))
     assert _engine_args.read_environment_file(str(path)) == values
+
+
+NGRAM = ('--speculative-config', '{"method": "ngram", "num_speculative_tokens": 5}')
+
+
+def remembered(node):
+    return sorted(path.name for path in (node.tmp_path / 'accepted').glob('*.json'))
+
+
+def counting_proofs(monkeypatch):
+    """Count the proofs that ran vLLM (the module's own run_proof, wrapped)."""
+    ran = []
+    real = engine_args_check.run_proof
+
+    def run_proof(*args, **kwargs):
+        ran.append(args[0])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(engine_args_check, 'run_proof', run_proof)
+    return ran
+
+
+def test_accepted_arguments_are_remembered_and_answered_again_without_vllm(node, monkeypatch):
+    ran = counting_proofs(monkeypatch)
+    cache = str(node.tmp_path / 'accepted')
+    failed, first = node.run(monkeypatch, *NGRAM, cache_dir=cache)
+    assert not failed, first['msg']
+    assert first['cached'] is False
+    assert len(remembered(node)) == 1
+    assert oct((node.tmp_path / 'accepted' / remembered(node)[0]).stat().st_mode & 0o777) == '0o600'
+    failed, second = node.run(monkeypatch, *NGRAM, cache_dir=cache)
+    assert not failed, second['msg']
+    assert second['cached'] is True
+    assert len(ran) == 1
+    for name in ('accepted', 'speculative_method', 'num_speculative_tokens', 'max_model_len', 'stage'):
+        assert second[name] == first[name]
+    assert second['changed'] is False
+
+
+def test_a_changed_argument_environment_or_model_config_is_checked_again(node, monkeypatch):
+    ran = counting_proofs(monkeypatch)
+    cache = str(node.tmp_path / 'accepted')
+    node.run(monkeypatch, *NGRAM, cache_dir=cache)
+    failed, other_length = node.run(monkeypatch, *NGRAM, '--max-model-len', '1024', cache_dir=cache)
+    assert (failed, other_length['cached'], other_length['max_model_len']) == (False, False, 1024)
+    with open(node.env_file, 'a') as handle:
+        handle.write('VLLM_LOGGING_LEVEL=DEBUG\n')
+    failed, other_environment = node.run(monkeypatch, *NGRAM, cache_dir=cache)
+    assert (failed, other_environment['cached']) == (False, False)
+    # A longer context in the model's config.json is what vLLM reads, though no argument changed.
+    (node.model / 'config.json').write_text('{"max_position_embeddings": 4096}')
+    failed, other_model = node.run(monkeypatch, *NGRAM, cache_dir=cache)
+    assert (failed, other_model['cached'], other_model['max_model_len']) == (False, False, 4096)
+    assert len(ran) == 4
+    assert len(remembered(node)) == 4
+
+
+def test_a_refusal_is_never_remembered(node, monkeypatch):
+    ran = counting_proofs(monkeypatch)
+    cache = str(node.tmp_path / 'accepted')
+    for attempt in range(2):
+        failed, result = node.run(monkeypatch, '--speculative-config', '{"method": "suffix"}', cache_dir=cache)
+        assert failed and result['cached'] is False, attempt
+    assert len(ran) == 2
+    assert remembered(node) == []
+
+
+def test_check_mode_remembers_nothing(node, monkeypatch):
+    failed, result = node.run(monkeypatch, *NGRAM, cache_dir=str(node.tmp_path / 'accepted'), check_mode=True)
+    assert not failed and result['accepted'] is True
+    assert remembered(node) == []
+
+
+def test_without_a_cache_dir_every_check_runs_vllm(node, monkeypatch):
+    ran = counting_proofs(monkeypatch)
+    for attempt in range(2):
+        failed, result = node.run(monkeypatch, *NGRAM)
+        assert not failed and result['cached'] is False, attempt
+    assert len(ran) == 2
+
+
+def test_a_hub_model_or_draft_is_never_answered_from_memory(tmp_path):
+    model = tmp_path / 'model'
+    model.mkdir()
+    python = str(tmp_path / 'venv' / 'bin' / 'python')
+    base = [python, '-m', 'vllm.entrypoints.openai.api_server', '--model']
+    assert _engine_args.proof_key(base + [str(model)], {}) is not None
+    assert _engine_args.proof_key(base + ['moonshotai/Kimi-K2.5'], {}) is None
+    hub_draft = '{"method": "eagle3", "model": "lightseekorg/kimi-k2.5-eagle3", "num_speculative_tokens": 3}'
+    assert _engine_args.proof_key(base + [str(model), '--speculative-config', hub_draft], {}) is None
+    (tmp_path / 'draft').mkdir()
+    local_draft = '{"method": "eagle3", "model": "%s", "num_speculative_tokens": 3}' % (tmp_path / 'draft')
+    assert _engine_args.proof_key(base + [str(model), '--speculative-config=' + local_draft], {}) is not None
+    assert _engine_args.proof_key(base + [str(model), '--tokenizer', 'org/tokenizer'], {}) is None
+
+
+def test_the_key_follows_the_venvs_distributions_and_the_drafts_config(tmp_path):
+    model, draft = tmp_path / 'model', tmp_path / 'draft'
+    model.mkdir()
+    draft.mkdir()
+    site = tmp_path / 'venv' / 'lib' / 'python3.11' / 'site-packages'
+    (site / 'vllm-0.32.0.dist-info').mkdir(parents=True)
+    spec = '{"method": "eagle3", "model": "%s", "num_speculative_tokens": 3}' % draft
+    argv = [str(tmp_path / 'venv' / 'bin' / 'python'), '-m', 'vllm.entrypoints.openai.api_server', '--model',
+            str(model), '--speculative-config', spec]
+    first = _engine_args.proof_key(argv, {'A': '1'})
+    assert _engine_args.proof_key(argv, {'A': '1'}) == first
+    (site / 'arctic_inference-0.3.0.dist-info').mkdir()
+    with_package = _engine_args.proof_key(argv, {'A': '1'})
+    assert with_package != first
+    (draft / 'config.json').write_text('{"num_hidden_layers": 1}')
+    assert _engine_args.proof_key(argv, {'A': '1'}) not in (first, with_package)
+    assert _engine_args.proof_key(argv, {'A': '2'}) != _engine_args.proof_key(argv, {'A': '1'})
+
+
+def test_a_damaged_memory_is_not_an_acceptance(tmp_path):
+    (tmp_path / ('a' * 64 + '.json')).write_text('{"stage": "parse"')
+    assert _engine_args.read_accepted(str(tmp_path), 'a' * 64) is None
+    (tmp_path / ('b' * 64 + '.json')).write_text('{"stage": "engine_config"}')
+    assert _engine_args.read_accepted(str(tmp_path), 'b' * 64) is None
+    assert _engine_args.read_accepted(str(tmp_path / 'absent'), 'c' * 64) is None
