@@ -172,7 +172,7 @@ done
 # leaves idle, and it checks no speed. It starts once node 1 holds an installed vLLM, which node 2 then copies
 # instead of installing it again. The fleet (nodes 2 and 3) follows faults in the same lane, at the usual priority,
 # beside default's second half, where default leaves a core mostly idle: run alone after default, the fleet added
-# 989 s to a 3,117 s run on a 2-core AMD EPYC, and beside it the whole run took about 2,150 s. Neither
+# 989 s to a 3,117 s run on a 2-core AMD EPYC; beside it, the whole run took 2,089 s there. Neither
 # default's speed checks (the A/A twin not slower, one sequence at a time slower) nor the fleet's (its twin kept at
 # a margin of 50%) are close calls, and HAProxy gives a busy node's health check 10 s (haproxy.cfg.j2).
 until python3 molecule/mock_host/mock_host.py status | grep -q '"venv_installed": true' \
