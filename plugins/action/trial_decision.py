@@ -18,6 +18,7 @@ from ansible_collections.llmops.vllm.plugins.plugin_utils._decision import (
     with_correctness,
 )
 from ansible_collections.llmops.vllm.plugins.plugin_utils._documented_options import documented_argument_spec
+from ansible_collections.llmops.vllm.plugins.plugin_utils._lifetime_decision import decide_by_lifetimes, report_lines
 
 
 class ActionModule(ActionBase):
@@ -36,11 +37,19 @@ class ActionModule(ActionBase):
             history = history_from_node(args['node_history'], baseline=args['baseline_name'],
                                         unit_checksum=args['baseline_unit_checksum'],
                                         identity=args['baseline_identity']) if args['history'] else []
-            answer = decide_workloads(args['variant'], args['baseline'], history=history, keep_when=args['keep_when'],
-                                      margin_pct=args['margin_pct'], min_runs=args['min_runs'],
-                                      baseline_lifetime=args['baseline_lifetime'], slo=args['slo'],
-                                      workload_slo=args['workload_slo'],
-                                      accept_foreign_traffic=args['accept_foreign_traffic'])
+            if args['lifetimes']:
+                answer = decide_by_lifetimes(args['lifetimes'], history=history, keep_when=args['keep_when'],
+                                             margin_pct=args['margin_pct'], max_lifetimes=args['max_lifetimes'],
+                                             slo=args['slo'], workload_slo=args['workload_slo'],
+                                             accept_foreign_traffic=args['accept_foreign_traffic'])
+                answer['dark_minutes'] = None if args['dark_seconds'] is None else round(args['dark_seconds'] / 60, 2)
+                answer['pair_minutes'] = None if args['pair_seconds'] is None else round(args['pair_seconds'] / 60, 2)
+            else:
+                answer = decide_workloads(args['variant'], args['baseline'], history=history, keep_when=args['keep_when'],
+                                          margin_pct=args['margin_pct'], min_runs=args['min_runs'],
+                                          baseline_lifetime=args['baseline_lifetime'], slo=args['slo'],
+                                          workload_slo=args['workload_slo'],
+                                          accept_foreign_traffic=args['accept_foreign_traffic'])
             answer['kv_cache'] = kv_cache_room(args['variant'], args['starts'], args['variant_name'],
                                                args['baseline_name'])
             gate = None
@@ -49,9 +58,13 @@ class ActionModule(ActionBase):
                     raise DecisionError('variant_answers and baseline_answers go together: give both or neither')
                 gate = answer_gate(args['variant_answers'], args['baseline_answers'], args['answer_tolerance'])
             answer = with_correctness(answer, gate)
-            answer['baseline_lifetimes'] = baseline_lifetimes(args['baseline'],
-                                                              unit_checksum=args['baseline_unit_checksum'],
-                                                              identity=args['baseline_identity'])
+            measured = [item['benchmark'] for item in args['lifetimes'] if item.get('side') == 'baseline']
+            answer['baseline_lifetimes'] = [
+                lifetime for benchmark in (measured or [args['baseline']])
+                for lifetime in baseline_lifetimes(benchmark, unit_checksum=args['baseline_unit_checksum'],
+                                                   identity=args['baseline_identity'])]
+            if args['lifetimes']:
+                answer['report'] = report_lines(answer, args['dark_seconds'], args['pair_seconds'])
         except (DecisionError, AnswerGateError) as error:
             raise AnsibleActionFail(f'trial_decision: {error}') from error
         result.update(answer)
@@ -63,6 +76,6 @@ class ActionModule(ActionBase):
         result.update(changed=False, host=host, model=args['model'], variant=args['variant_name'],
                       baseline=args['baseline_name'], unit_checksum=args['unit_checksum'], identity=args['identity'],
                       history_database=None)
-        result['msg'] = '%s: %s (%s)' % (args['variant_name'], 'keep' if answer['decision'] == 'keep' else 'roll back',
-                                         answer['reason'])
+        words = {'keep': 'keep', 'another_pair': 'measure another pair'}.get(answer['decision'], 'roll back')
+        result['msg'] = '%s: %s (%s)' % (args['variant_name'], words, answer['reason'])
         return result

@@ -164,6 +164,47 @@ options:
     type: float
     default: 0.25
     version_added: 1.2.0
+  lifetimes:
+    description:
+      - Every server lifetime of a trial by lifetimes, in the order measured, each a dict with C(side) (V(baseline) or
+        V(variant)), C(benchmark) (that lifetime's M(llmops.vllm.openai_benchmark) result, or one per workload) and
+        C(uptime_s) (how long its server had served when the benchmark began). O(variant) and O(baseline) are then
+        the latest lifetime of each side.
+      - Given, the trial is decided by lifetimes (docs/benchmarking.md). Per workload and level, each lifetime's
+        figure is the mean of its runs on a log scale; the change is the mean of the variant's lifetimes against the
+        baseline's, with a 99% interval whose baseline spread includes its stored lifetimes of the same identity
+        (O(node_history)) and whose variant spread comes from its own lifetimes (never less than the baseline's),
+        with Welch-Satterthwaite degrees of freedom. Before two lifetimes a side, and while no rule below holds, the
+        answer is V(another_pair).
+      - The rules, in order. V(slower), the interval's upper end below -O(margin_pct), rolls back. V(not_slower),
+        its lower end at least -O(margin_pct), keeps (O(keep_when=faster) also needs a level whose lower end is above
+        zero). V(futility), the change itself on the losing side, rolls back. At O(max_lifetimes) a side, a trial that
+        none of these decides rolls back as V(inconclusive), and RV(to_decide) says how many more pairs would
+        probably decide it. O(min_runs) does not apply.
+      - Failed requests, foreign traffic and O(slo) are checked on the latest pair, and the correctness gate on the
+        answers given, before any look.
+    type: list
+    elements: dict
+    default: []
+    version_added: 1.2.0
+  max_lifetimes:
+    description:
+      - With O(lifetimes), the lifetimes a side after which an undecided trial rolls back as V(inconclusive).
+    type: int
+    default: 10
+    version_added: 1.2.0
+  dark_seconds:
+    description:
+      - With O(lifetimes), how long the node has been out of service for this trial, in seconds; the answer says it
+        in minutes (RV(dark_minutes)).
+    type: float
+    version_added: 1.2.0
+  pair_seconds:
+    description:
+      - With O(lifetimes), how long the latest pair of lifetimes took, in seconds, which is what one more pair would cost
+        (RV(pair_minutes)).
+    type: float
+    version_added: 1.2.0
   starts:
     description:
       - The starts of this trial, each a dict with C(variant) (the variant's name) and C(kv_cache), the
@@ -228,14 +269,15 @@ EXAMPLES = r"""
 
 RETURN = r"""
 decision:
-  description: V(keep) or V(roll_back).
+  description: V(keep) or V(roll_back); with O(lifetimes), also V(another_pair) while the looks have not decided.
   returned: always
   type: str
   sample: roll_back
 outcome:
   description:
     - V(faster), V(not_slower), V(slower), V(inconclusive) or V(slo_breached), over all levels; V(incorrect) when the
-      variant failed the correctness gate (RV(correctness)), whatever its speed.
+      variant failed the correctness gate (RV(correctness)), whatever its speed; V(futility) when a trial by lifetimes
+      stopped because the change itself lies on the losing side.
   returned: always
   type: str
   sample: inconclusive
@@ -255,6 +297,70 @@ to_decide:
   description: What would decide an inconclusive trial; V(null) otherwise.
   returned: always
   type: str
+lifetimes:
+  description:
+    - With O(lifetimes), one row per server lifetime of the trial, in the order measured per side.
+  returned: when O(lifetimes) was given
+  type: list
+  elements: dict
+  contains:
+    side:
+      description: V(baseline) or V(variant).
+      type: str
+    number:
+      description: The lifetime's number on its side, from 1.
+      type: int
+    invocation:
+      description: The InvocationID of the unit's start that the lifetime was.
+      type: str
+    uptime_s:
+      description: How long the server had served when its benchmark began, in seconds.
+      type: float
+    runs:
+      description: The benchmark runs measured in the lifetime, over every level.
+      type: int
+    output_throughput:
+      description: The geometric mean of those runs' output tokens/s.
+      type: float
+    outlier:
+      description: Whether the lifetime lies far from its side's others at some level (a modified z-score above 3.5).
+      type: bool
+looks:
+  description:
+    - With O(lifetimes), each workload's and level's look, the latest one.
+    - Each has C(action), C(rule), C(change_pct), C(low_pct) and C(high_pct) (the 99% interval), C(df), the lifetimes
+      of each side and those stored, C(outliers), C(unstable) and C(pairs_to_decide).
+  returned: when O(lifetimes) was given
+  type: list
+  elements: dict
+look:
+  description: With O(lifetimes), the number of this look (the first comes after the second pair).
+  returned: when O(lifetimes) was given
+  type: int
+pairs:
+  description: With O(lifetimes), the pairs of lifetimes measured.
+  returned: when O(lifetimes) was given
+  type: int
+unstable:
+  description: With O(lifetimes), whether the variant's lifetimes spread at least twice as much as the baseline's.
+  returned: when O(lifetimes) was given
+  type: bool
+dark_minutes:
+  description: O(dark_seconds) in minutes.
+  returned: when O(lifetimes) was given
+  type: float
+pair_minutes:
+  description: O(pair_seconds) in minutes.
+  returned: when O(lifetimes) was given
+  type: float
+report:
+  description:
+    - With O(lifetimes), what an operator reads after the look, line by line - the lifetime table (side, invocation,
+      uptime, runs, figure), each level's interval and rule, the decision, the flags, and the node's dark minutes with
+      what one more pair would cost.
+  returned: when O(lifetimes) was given
+  type: list
+  elements: str
 delta_pct:
   description: Mean change in output tokens/s over the levels, in percent of the baseline.
   returned: always

@@ -89,7 +89,8 @@ MIN_RUNS = 3
 DECISION_KEYS = ('decision', 'outcome', 'rule', 'reason', 'to_decide', 'keep_when', 'margin_pct', 'min_runs',
                  'delta_pct', 'failed_requests', 'slo', 'levels', 'history', 'workloads', 'baseline', 'unit_checksum',
                  'identity', 'stopped_early', 'contaminated', 'foreign_traffic_accepted', 'kv_cache', 'correctness',
-                 'baseline_lifetimes')
+                 'baseline_lifetimes', 'max_lifetimes', 'pairs', 'look', 'lifetimes', 'looks', 'unstable', 'dark_minutes',
+                 'pair_minutes')
 
 
 class DecisionError(ComparisonError):

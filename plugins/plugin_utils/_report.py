@@ -30,9 +30,9 @@ CHART_UNAVAILABLE = 'Chart not drawn: matplotlib is not importable on the contro
 # What a variant's result shows when no trial decided on it: a comparison alone proves nothing either way.
 UNDECIDED = 'undecided'
 
-_DECISION_WORDS = {'keep': 'kept', 'roll_back': 'rolled back'}
+_DECISION_WORDS = {'keep': 'kept', 'roll_back': 'rolled back', 'another_pair': 'measuring another pair'}
 _OUTCOME_WORDS = {'faster': 'faster', 'not_slower': 'not slower', 'slower': 'slower', 'inconclusive': 'inconclusive',
-                  'slo_breached': 'breaks its SLO'}
+                  'slo_breached': 'breaks its SLO', 'futility': 'stopped for futility'}
 
 
 def decisions_by_trial(decisions: Iterable[t.Any]) -> dict[tuple[str, str, str, str], Mapping[str, t.Any]]:

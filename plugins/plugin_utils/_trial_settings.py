@@ -38,6 +38,8 @@ from ansible_collections.llmops.vllm.plugins.plugin_utils._decision import (
     check_slo,
     merged_slo,
 )
+from ansible_collections.llmops.vllm.plugins.plugin_utils._calibration import CALIBRATION_LIFETIMES
+from ansible_collections.llmops.vllm.plugins.plugin_utils._trial_steps import MAX_LIFETIMES, MIN_LIFETIMES
 from ansible_collections.llmops.vllm.plugins.plugin_utils._workloads import WorkloadError, benchmark_workloads
 
 # The hooks of a switch and what each key of one means: a command (argv) or an HTTP call (url and the rest).
@@ -108,10 +110,20 @@ def _answer_check_problems(settings):
             check_tolerance(tolerance, 'vllm_switch_answer_tolerance')
         except AnswerGateError as error:
             problems.append(str(error))
-    for name in ('vllm_switch_answer_requests', 'vllm_switch_answer_max_tokens', 'vllm_switch_engine_args_timeout'):
+    for name in ('vllm_switch_answer_requests', 'vllm_switch_answer_max_tokens', 'vllm_switch_engine_args_timeout',
+                 'vllm_switch_lifetime_runs', 'vllm_switch_calibration_runs'):
         value = _integer(settings.get(name, 1))
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             problems.append('%s must be a whole number of at least 1, got %r' % (name, value))
+    lifetimes = _integer(settings.get('vllm_switch_max_lifetimes', 0))
+    if isinstance(lifetimes, bool) or not isinstance(lifetimes, int) or not (
+            lifetimes == 0 or MIN_LIFETIMES <= lifetimes <= MAX_LIFETIMES):
+        problems.append('vllm_switch_max_lifetimes must be 0 (one lifetime a side) or a whole number from %d to %d, '
+                        'got %r' % (MIN_LIFETIMES, MAX_LIFETIMES, lifetimes))
+    calibration = _integer(settings.get('vllm_switch_calibration_lifetimes', CALIBRATION_LIFETIMES))
+    if isinstance(calibration, bool) or not isinstance(calibration, int) or calibration < CALIBRATION_LIFETIMES:
+        problems.append('vllm_switch_calibration_lifetimes must be a whole number of at least %d (fewer cannot tell '
+                        'bimodal starts from spread ones), got %r' % (CALIBRATION_LIFETIMES, calibration))
     return problems
 
 

@@ -1,9 +1,9 @@
 # Copyright (c) 2026, llmops.vllm maintainers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The decision's seeded error rates, at a trial count that fits make test: the same simulation as
-tests/benchmarks/verdict_error_rates.py (whose full table takes minutes), run through the decision function
-the role calls. A change to the rule that makes it roll back A/A trials, keep slower variants or miss real
+"""The trial's seeded error rates, at a trial count that fits make test: the same simulation of the whole trial by
+lifetimes as tests/benchmarks/verdict_error_rates.py (whose full table takes minutes), run through the look the
+role's decision calls. A change to the rule that makes it roll back A/A trials, keep slower variants or miss real
 gains fails here, not only in the benchmark script nobody reran."""
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import math
+import random
 import sys
 from pathlib import Path
 
@@ -26,8 +27,7 @@ TRIALS = 400
 
 
 def settings(**overrides):
-    values = dict(trials=TRIALS, drift=1.0, noise=1.0, repeats=verdict_error_rates._decision.MIN_RUNS, history=8,
-                  margin=verdict_error_rates._decision.DEFAULT_MARGIN_PCT, run_seconds=120.0)
+    values = dict(trials=TRIALS, noise=1.0, runs=1, margin=8.0, max_lifetimes=10, cold=30.0, warm=5.0, bench=0.0)
     values.update(overrides)
     return argparse.Namespace(**values)
 
@@ -38,23 +38,32 @@ def slack(rate):
 
 
 @pytest.mark.parametrize('seed', [1, 2])
-def test_error_rates_meet_their_targets_at_the_default_settings(seed):
-    figures = verdict_error_rates.rates(settings(), seed)
+def test_a_fresh_node_at_three_percent_drift_meets_every_target(seed):
+    result = verdict_error_rates.row(random.Random(seed), settings(), drift_pct=3.0, history=0)
     targets = verdict_error_rates.TARGETS
-    assert figures['aa_false_rollback'] <= targets['aa_false_rollback'] + slack(targets['aa_false_rollback'])
-    assert figures['slower_kept'] <= targets['slower_kept'] + slack(targets['slower_kept'])
-    assert figures['faster_power'] >= targets['faster_power'] - slack(targets['faster_power'])
+    assert result['aa_false_rollback'] <= targets['aa_false_rollback'] + slack(targets['aa_false_rollback'])
+    assert result['slower_kept'] <= targets['slower_kept'] + slack(targets['slower_kept'])
+    assert result['faster_power'] >= targets['faster_power'] - slack(targets['faster_power'])
+    assert 2 <= result['lifetimes'] <= verdict_error_rates.MAX_MEAN_LIFETIMES
+    # A cold load of the variant and at least three warm restarts.
+    assert result['dark_minutes'] >= 30 + 3 * 5
 
 
-def test_a_noisier_server_makes_the_rule_no_likelier_to_keep_a_slower_variant():
-    # Lifetimes that drift three times as much cost A/A trials (inconclusive, docs/benchmarking.md), not keeps of
-    # a slower variant: the interval widens with the history's spread.
-    figures = verdict_error_rates.rates(settings(drift=3.0, noise=2.0), 3)
+def test_lifetimes_that_drift_far_more_than_the_margin_cost_rollbacks_not_keeps_of_a_slower_variant():
+    # Eleven percent drift, the variant twice that: the safe failure is an inconclusive rollback.
+    result = verdict_error_rates.row(random.Random(3), settings(), drift_pct=11.0, history=0, variant_drift_ratio=2.0)
     target = verdict_error_rates.TARGETS['slower_kept']
-    assert figures['slower_kept'] <= target + slack(target)
+    assert result['slower_kept'] <= target + slack(target)
+    assert result['aa_false_rollback'] > 0.5
+
+
+def test_stored_lifetimes_of_the_baseline_shorten_the_trial():
+    fresh = verdict_error_rates.row(random.Random(4), settings(), drift_pct=1.5, history=0)
+    known = verdict_error_rates.row(random.Random(4), settings(), drift_pct=1.5, history=8)
+    assert known['lifetimes'] < fresh['lifetimes']
 
 
 def test_the_simulation_can_miss_a_target():
-    # The check is not vacuous: with no margin, no history and one run a side, the rule errs past its targets.
-    figures = verdict_error_rates.rates(settings(drift=11.0, noise=9.0, repeats=1, history=0, margin=0.0), 1)
-    assert not verdict_error_rates.met(figures)
+    # The check is not vacuous: a 1% margin at 5% drift cannot be resolved in ten lifetimes a side.
+    result = verdict_error_rates.row(random.Random(1), settings(margin=1.0), drift_pct=5.0, history=0)
+    assert verdict_error_rates.missed(result, 3.0, 0, False)

@@ -9,7 +9,7 @@ import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.llmops.vllm.plugins.filter.trial_next_step import trial_next_step
-from ansible_collections.llmops.vllm.plugins.plugin_utils._trial_steps import MAX_STEPS, TrialStepError, next_step
+from ansible_collections.llmops.vllm.plugins.plugin_utils._trial_steps import MAX_STEPS, TrialStepError, next_step, step_limit
 
 PLAN = {'variant': 'ngram', 'baseline': 'baseline'}
 
@@ -147,3 +147,93 @@ def test_the_filter_names_itself_when_it_refuses():
 
 def test_the_filter_gives_the_first_step():
     assert trial_next_step([], PLAN) == {'step': 'check', 'side': None}
+
+
+LIFETIMES = dict(PLAN, max_lifetimes=4)
+
+
+def run_pairs(plan, answers, failing_at=None):
+    """Take a trial by lifetimes whose looks answer, in turn, the decisions in answers; failing_at (index, step, side)
+    fails the index-th time that step is named."""
+    taken, looks, seen = [], iter(answers), {}
+    while True:
+        step = next_step(taken, plan)
+        if step['step'] in ('done', 'stop'):
+            return taken + [step]
+        key = (step['step'], step['side'])
+        seen[key] = seen.get(key, 0) + 1
+        if failing_at and (seen[key], *key) == failing_at:
+            taken.append({**step, 'failed': True, 'msg': f'{step["step"]} broke'})
+            continue
+        answer = {'decision': next(looks), 'reason': 'look'} if step['step'] == 'decide' else {}
+        taken.append({**step, 'failed': False, 'answer': answer})
+
+
+def test_a_trial_by_lifetimes_restarts_the_baseline_and_decides_after_every_pair():
+    steps = run_pairs(LIFETIMES, ['another_pair', 'keep'])
+    assert names(steps) == ['check', ('serve', 'baseline'), 'begin', ('serve', 'baseline'), ('benchmark', 'baseline'),
+                            ('serve', 'variant'), ('benchmark', 'variant'), 'decide', ('serve', 'baseline'),
+                            ('benchmark', 'baseline'), ('serve', 'variant'), ('benchmark', 'variant'), 'decide',
+                            'keep', 'done']
+    assert steps[3]['restart'] is True
+    assert not steps[8].get('restart')
+
+
+def test_a_first_pair_that_fails_its_checks_rolls_back_at_once():
+    steps = run_pairs(LIFETIMES, ['roll_back'])
+    assert [step['step'] for step in steps].count('benchmark') == 2
+    assert steps[-2]['step'] == 'roll_back' and steps[-2]['outcome'] == 'rolled_back'
+
+
+def test_another_pair_alternates_the_sides_until_a_look_decides():
+    steps = run_pairs(LIFETIMES, ['another_pair', 'another_pair', 'another_pair', 'roll_back'])
+    assert [step['step'] for step in steps].count('decide') == 4
+    assert [(step['step'], step['side']) for step in steps].count(('benchmark', 'variant')) == 4
+    assert steps[-2]['step'] == 'roll_back' and steps[-2]['outcome'] == 'rolled_back'
+
+
+def test_the_longest_trial_by_lifetimes_fits_its_step_limit():
+    plan = dict(PLAN, max_lifetimes=12)
+    steps = run_pairs(plan, ['another_pair'] * 11 + ['roll_back'])
+    assert len(steps) <= step_limit(12)
+    assert steps[-1]['step'] == 'done'
+
+
+def test_a_failed_restart_of_the_baseline_rolls_back_once_the_trial_has_begun():
+    steps = run_pairs(LIFETIMES, ['another_pair', 'keep'], failing_at=(2, 'serve', 'baseline'))
+    assert steps[-2]['step'] == 'roll_back' and steps[-2]['outcome'] == 'failed'
+    assert steps[-1]['step'] == 'stop'
+
+
+def test_a_failure_before_the_trial_begins_stops_with_nothing_stopped():
+    steps = run_pairs(LIFETIMES, ['keep'], failing_at=(1, 'serve', 'baseline'))
+    assert names(steps)[-1] == 'stop'
+    assert 'roll_back' not in [step['step'] for step in steps]
+
+
+def test_a_later_benchmark_failure_of_the_baseline_rolls_back():
+    steps = run_pairs(LIFETIMES, ['another_pair', 'another_pair', 'keep'], failing_at=(2, 'benchmark', 'baseline'))
+    assert steps[-2]['step'] == 'roll_back' and steps[-2]['outcome'] == 'failed'
+
+
+def test_check_mode_by_lifetimes_takes_one_pair_and_keeps():
+    steps = run_pairs(dict(LIFETIMES, decide=False), [])
+    assert names(steps)[-2:] == ['keep', 'done']
+    assert 'decide' not in names(steps)
+
+
+def test_a_trial_of_the_baseline_itself_is_not_by_lifetimes():
+    steps = run_pairs(dict(LIFETIMES, variant='baseline'), [])
+    assert names(steps) == [('serve', 'baseline'), 'persist', 'done']
+
+
+@pytest.mark.parametrize('value', [1, 13, 'eight', True, 2.5])
+def test_a_bad_max_lifetimes_is_refused_with_the_rule(value):
+    with pytest.raises(TrialStepError, match='max_lifetimes must be a whole number from 2 to 12'):
+        next_step([], dict(PLAN, max_lifetimes=value))
+
+
+@pytest.mark.parametrize('value', [0, None, '0'])
+def test_no_max_lifetimes_is_one_lifetime_a_side(value):
+    steps = run(dict(PLAN, max_lifetimes=value))
+    assert 'begin' in names(steps) and names(steps).index(('benchmark', 'baseline')) < names(steps).index('begin')
