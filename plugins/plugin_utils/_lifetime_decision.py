@@ -38,11 +38,11 @@ from ansible_collections.llmops.vllm.plugins.plugin_utils._decision import (
     decide_workloads,
     runs_of,
 )
+from ansible_collections.llmops.vllm.plugins.plugin_utils._trial_steps import SIDES
 from ansible_collections.llmops.vllm.plugins.plugin_utils._workloads import WorkloadError, workload_results
 
 ANOTHER_PAIR = verdict.ANOTHER_PAIR
 FUTILITY = 'futility'
-SIDES = ('baseline', 'variant')
 # The outcomes of the latest pair's checks that end a trial whatever the lifetimes would show.
 _FINAL_CHECKS = ('slo_breached',)
 # Of the levels that roll back, the most definite one speaks for the trial.
