@@ -14,7 +14,12 @@ import urllib.error
 import urllib.request
 
 from ansible_collections.llmops.vllm.plugins.module_utils._deadline import Backoff, Deadline, StaleToken, read_boot_id
-from ansible_collections.llmops.vllm.plugins.module_utils._start_phases import kv_cache_capacity, start_phases, start_summary
+from ansible_collections.llmops.vllm.plugins.module_utils._start_phases import (
+    kv_cache_capacity,
+    milestone_of,
+    start_phases,
+    start_summary,
+)
 from ansible_collections.llmops.vllm.plugins.module_utils._systemd_unit import (
     JournalReadError,
     engine_died,
@@ -40,6 +45,11 @@ JOURNAL_RETURN_LINES = 20
 # journald reads a dying process's last output asynchronously; give it a moment to catch up.
 JOURNAL_SETTLE = 0.3
 PHASE_LINE_CHARS = 160
+# GPU memory that grows by this much counts as progress: weights and KV cache reach the GPUs while the journal is
+# silent (journald holds a progress bar's carriage-return updates until its line ends).
+GPU_PROGRESS_MIB = 256
+# Seconds between two looks for progress: each reads the journal and the GPUs.
+STALL_CHECK_INTERVAL = 5.0
 
 
 class Unreachable(Exception):
@@ -246,8 +256,13 @@ class ReadinessWait:
     """
 
     def __init__(self, probe, timeout, sleep, model=None, smoke_test=False, unit=None,
-                 progress_interval=0, resume=None):
+                 progress_interval=0, resume=None, stall_timeout=0, gpu_memory=None):
         self.probe = probe
+        # Stall detection: with a unit, fail when neither its journal nor the endpoint (nor, where gpu_memory()
+        # reads it, the GPUs' memory in use) has changed for stall_timeout seconds.
+        self.stall_timeout = stall_timeout if unit else 0
+        self.gpu_memory = gpu_memory
+        self.progress = {"at": None, "mark": None, "line": None, "gpu_mib": None, "checked": 0.0}
         self.model = model
         self.smoke_test = smoke_test
         self.unit = unit
@@ -275,6 +290,8 @@ class ReadinessWait:
             baseline = resume.get("restarts_baseline")
             self.restarts_baseline = None if baseline is None else int(baseline)
             self.saw_start = bool(resume.get("saw_start", False))
+            progress = resume.get("progress") or {}
+            self.progress.update((key, progress.get(key)) for key in self.progress)
         except (TypeError, ValueError, AttributeError):
             raise StaleToken("it holds malformed counters") from None
 
@@ -284,7 +301,8 @@ class ReadinessWait:
     def resume_token(self):
         token = self.deadline.to_token()
         token.update(attempts=self.attempts, stages=dict(self.stages), restarts_baseline=self.restarts_baseline,
-                     saw_start=self.saw_start, base_url=self.probe.root, unit=self._unit_name())
+                     saw_start=self.saw_start, base_url=self.probe.root, unit=self._unit_name(),
+                     progress=dict(self.progress))
         return token
 
     def run(self, check_only=False):
@@ -337,10 +355,47 @@ class ReadinessWait:
                 return result
             if check_only or self.deadline.expired() or (self.chunk and self.chunk.expired()):
                 return self._not_ready(state, seen, timed_out=not check_only and self.deadline.expired())
+            if self.stall_timeout and self._stalled(seen):
+                return self._stall(state)
             pause = self.backoff.next()
             if self.chunk:
                 pause = min(pause, self.chunk.remaining())
             self.deadline.sleep(pause)
+
+    def _stalled(self, seen):
+        """Note what moved since the last look; True when nothing has for stall_timeout seconds.
+
+        The journal and the GPUs are read every few seconds, not at every poll of the endpoint.
+        """
+        now = self.deadline.elapsed()
+        if self.progress["at"] is not None and now < (self.progress.get("checked") or 0.0) + STALL_CHECK_INTERVAL:
+            return False
+        self.progress["checked"] = round(now, 3)
+        lines = [line for line in self._journal() if line.strip()]
+        mark = [len(lines), lines[-1] if lines else None, seen.last_seen, sorted(self.stages)]
+        gpu_mib = self.gpu_memory() if self.gpu_memory else None
+        previous_mib = self.progress["gpu_mib"]
+        grew = gpu_mib is not None and previous_mib is not None and abs(gpu_mib - previous_mib) >= GPU_PROGRESS_MIB
+        if self.progress["at"] is None or mark != self.progress["mark"] or grew:
+            self.progress.update(at=round(now, 3), mark=mark, gpu_mib=gpu_mib,
+                                 line=latest_phase_line(lines) or self.progress["line"])
+        return now - self.progress["at"] >= self.stall_timeout
+
+    def _stall(self, state):
+        """The failure of a start that stopped making progress, naming its last progress line and phase."""
+        result = self._result(state, ready=False, failed=True, last_seen="no progress")
+        progress_at = float(self.progress["at"] or 0.0)
+        since = round(self.deadline.elapsed() - progress_at, 1)
+        line = self.progress["line"]
+        phase = milestone_of(line) or "before any phase vLLM logs"
+        watched = "its journal, its endpoint" + (" and the GPUs' memory" if self.gpu_memory else "")
+        result.update(stalled=True, last_progress_line=line, last_progress_phase=phase, seconds_since_progress=since,
+                      journal=self._journal()[-JOURNAL_RETURN_LINES:])
+        result["msg"] = "%s stalled: nothing changed in %s for %.1f s (stall timeout %d s), %.1f s into the wait; " \
+                        "last progress at %.1f s, in phase '%s': %s" % (
+                            self.unit.name, watched, since, self.stall_timeout, result["elapsed"],
+                            progress_at, phase, (line or "no journal line yet")[:PHASE_LINE_CHARS])
+        return result
 
     def _time_start(self, result, state, ready_at):
         """Add the start's phases to a ready result; a journal that cannot be read only costs a warning."""

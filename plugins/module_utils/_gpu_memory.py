@@ -36,12 +36,12 @@ def parse_mib(value):
         return None
 
 
-def _text(value):
+def text_field(value):
     value = value.strip()
     return None if not value or value.startswith("[") else value
 
 
-def _csv_rows(output, fixed_head, fixed_tail):
+def csv_rows(output, fixed_head, fixed_tail):
     """Split CSV lines whose one free-text column (a name) may itself contain commas."""
     rows = []
     for line in output.splitlines():
@@ -61,12 +61,12 @@ def _csv_rows(output, fixed_head, fixed_tail):
 def parse_gpus(output):
     """Parse `--query-gpu=index,uuid,name,memory.used,memory.total` CSV."""
     gpus = []
-    for index, uuid, name, used, total in _csv_rows(output, 2, 2):
+    for index, uuid, name, used, total in csv_rows(output, 2, 2):
         try:
             gpu_index = int(index)
         except ValueError:
             raise GpuQueryError("unexpected GPU index %r in nvidia-smi output" % index) from None
-        gpus.append({"index": gpu_index, "uuid": _text(uuid), "name": _text(name),
+        gpus.append({"index": gpu_index, "uuid": text_field(uuid), "name": text_field(name),
                      "memory_used_mib": parse_mib(used), "memory_total_mib": parse_mib(total)})
     return gpus
 
@@ -75,12 +75,12 @@ def parse_processes(output, gpus):
     """Parse `--query-compute-apps=pid,process_name,gpu_uuid,used_memory` CSV."""
     index_of = dict((gpu["uuid"], gpu["index"]) for gpu in gpus)
     processes = []
-    for pid, name, uuid, used in _csv_rows(output, 1, 2):
+    for pid, name, uuid, used in csv_rows(output, 1, 2):
         try:
             process_id = int(pid)
         except ValueError:
             raise GpuQueryError("unexpected PID %r in nvidia-smi output" % pid) from None
-        processes.append({"pid": process_id, "name": _text(name), "gpu_index": index_of.get(uuid),
+        processes.append({"pid": process_id, "name": text_field(name), "gpu_index": index_of.get(uuid),
                           "used_memory_mib": parse_mib(used)})
     return processes
 
@@ -153,20 +153,20 @@ class NvmlReader:
         self._nvml.nvmlShutdown()
 
 
-def open_reader(run_command, nvidia_smi):
-    """Prefer NVML (no process to spawn per poll); fall back to nvidia-smi."""
+def open_reader(run_command, nvidia_smi, nvml_reader=NvmlReader, smi_reader=NvidiaSmiReader, what="GPU memory"):
+    """Prefer NVML (no process to spawn per poll); fall back to nvidia-smi. The readers are GPU memory's by default."""
     reasons = []
     if pynvml is None:
         reasons.append("the pynvml module (nvidia-ml-py) is not installed")
     else:
         try:
-            return NvmlReader(pynvml)
+            return nvml_reader(pynvml)
         except pynvml.NVMLError as exc:
             reasons.append("NVML did not initialise: %s" % exc)
     if nvidia_smi:
-        return NvidiaSmiReader(run_command, nvidia_smi)
+        return smi_reader(run_command, nvidia_smi)
     reasons.append("nvidia-smi is not in PATH")
-    raise GpuQueryError("cannot read GPU memory: %s" % "; ".join(reasons))
+    raise GpuQueryError("cannot read %s: %s" % (what, "; ".join(reasons)))
 
 
 def orphaned_holders(processes, orphan_units, killed_units=()):

@@ -171,3 +171,20 @@ def seconds_text(seconds):
         return "%dm%02ds" % (minutes, rest)
     hours, minutes = divmod(minutes, 60)
     return "%dh%02dm%02ds" % (hours, minutes, rest)
+
+
+def milestone_of(line):
+    """The label of the last milestone a journal line marks (with "done"), else of the phase it tells, else None."""
+    line = (line or "").rsplit("\r", 1)[-1]
+    for milestone in reversed(MILESTONES):
+        if milestone.pattern.search(line):
+            return "%s done" % milestone.label
+    for pattern, milestone in zip(LOAD_PHASE_PATTERNS, _PHASE_OF_PATTERN):
+        if pattern.search(line):
+            return milestone
+    return None
+
+
+# What each of LOAD_PHASE_PATTERNS tells, in their order.
+_PHASE_OF_PATTERN = ("interpreter and API start-up", "weights load", "weights load done", "torch.compile",
+                     "KV-cache profiling", "CUDA-graph capture", "warm-up", "API start")

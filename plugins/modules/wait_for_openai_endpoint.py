@@ -89,6 +89,17 @@ options:
       - Once the model is listed, also require a one-token completion (C(/v1/completions), C(max_tokens=1)) to succeed.
     type: bool
     default: false
+  stall_timeout:
+    description:
+      - With O(unit), fail when nothing has shown progress for this many seconds, well before O(timeout) when a
+        load hangs. Progress is a new line in the unit's journal, a change in what the endpoint answers, or, where
+        NVML or C(nvidia-smi) reads the GPUs, their memory in use growing or shrinking by 256 MiB (journald holds a
+        progress bar's updates until its line ends, so the weights load shows only on the GPUs).
+      - The failure names the last progress line, the phase it tells and the seconds since (RV(stalled),
+        RV(last_progress_line), RV(last_progress_phase), RV(seconds_since_progress)).
+      - V(0) does not watch for a stall.
+    type: int
+    default: 0
   progress_interval:
     description:
       - When above V(0), return after this many seconds with RV(ready=false) and a progress message
@@ -283,6 +294,26 @@ fatal_cause:
              died unexpectedly (exit code: -4), shutting down executor.",
            "hint": "this CPU lacks an instruction that the engine's kernels use for the model's dtype:
              set dtype: float32 in vllm_serve_args"}
+stalled:
+  description: Whether the wait failed because nothing showed progress for O(stall_timeout) seconds.
+  returned: when the wait stalled
+  type: bool
+  sample: true
+last_progress_line:
+  description: The newest journal line that told the load phase when the last progress was seen.
+  returned: when the wait stalled
+  type: str
+  sample: "(EngineCore_DP0 pid=4242) INFO ... Loading weights took 1501.20 seconds"
+last_progress_phase:
+  description: The phase that line tells, such as V(weights load done).
+  returned: when the wait stalled
+  type: str
+  sample: weights load done
+seconds_since_progress:
+  description: Seconds from the last progress to the failure.
+  returned: when the wait stalled
+  type: float
+  sample: 600.4
 phase_line:
   description: The latest journal line that tells the load phase (weights, compilation, CUDA graphs, ...), else the latest line.
   returned: when O(unit) is set and the call returns not ready without a unit failure
@@ -362,8 +393,25 @@ resume:
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.llmops.vllm.plugins.module_utils._deadline import StaleToken
 from ansible_collections.llmops.vllm.plugins.module_utils._endpoint_probe import EndpointProbe, ReadinessWait
+from ansible_collections.llmops.vllm.plugins.module_utils._gpu_memory import GpuQueryError, open_reader
 from ansible_collections.llmops.vllm.plugins.module_utils._systemd_unit import SystemdUnit, UnitQueryError
 from ansible_collections.llmops.vllm.plugins.module_utils._tls import client_context
+
+
+def gpu_memory_reading(module):
+    """A function that returns the MiB in use on all GPUs, or None where neither NVML nor nvidia-smi reads them."""
+    try:
+        reader = open_reader(module.run_command, module.get_bin_path("nvidia-smi"))
+    except GpuQueryError:
+        return None
+
+    def used_mib():
+        try:
+            gpus = reader.read()[0]
+        except GpuQueryError:
+            return None
+        return sum(gpu["memory_used_mib"] or 0 for gpu in gpus)
+    return used_mib
 
 
 def main():
@@ -380,14 +428,16 @@ def main():
             ca_path=dict(type="path"),
             progress_interval=dict(type="int", default=0),
             resume=dict(type="dict"),
+            stall_timeout=dict(type="int", default=0),
         ),
         supports_check_mode=True,
     )
     params = module.params
     result = dict(changed=False, failed=False, ready=False, elapsed=0.0, attempts=0)
     systemctl = module.get_bin_path("systemctl") if params["unit"] else None
-    if params["timeout"] < 0 or params["progress_interval"] < 0 or params["sleep"] <= 0:
-        result.update(failed=True, msg="timeout and progress_interval must not be negative, sleep must be positive")
+    if params["timeout"] < 0 or params["progress_interval"] < 0 or params["stall_timeout"] < 0 or params["sleep"] <= 0:
+        result.update(failed=True, msg="timeout, progress_interval and stall_timeout must not be negative, sleep must "
+                                       "be positive")
     elif params["unit"] and not systemctl:
         result.update(failed=True, msg="unit is set but systemctl is not in PATH on this host")
     else:
@@ -399,7 +449,9 @@ def main():
         try:
             wait = ReadinessWait(probe, params["timeout"], params["sleep"], model=params["model"],
                                  smoke_test=params["smoke_test"], unit=unit,
-                                 progress_interval=params["progress_interval"], resume=params["resume"])
+                                 progress_interval=params["progress_interval"], resume=params["resume"],
+                                 stall_timeout=params["stall_timeout"],
+                                 gpu_memory=gpu_memory_reading(module) if params["stall_timeout"] and unit else None)
         except StaleToken as exc:
             result.update(failed=True, msg="resume does not continue a wait of this host: %s" % exc)
         else:

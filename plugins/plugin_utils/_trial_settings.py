@@ -28,6 +28,7 @@ from ansible_collections.llmops.vllm.plugins.module_utils._benchmark_options imp
     REQUIRED_BY,
     option_problems,
 )
+from ansible_collections.llmops.vllm.plugins.module_utils._gpu_findings import RULE_NAMES as GPU_PREFLIGHT_RULES
 from ansible_collections.llmops.vllm.plugins.module_utils._prompt_sets import CHAT_GENERATORS, GENERATORS
 from ansible_collections.llmops.vllm.plugins.module_utils._replay_files import ReplayFileError, read_replay_file
 from ansible_collections.llmops.vllm.plugins.module_utils._type_names import plain_type_name
@@ -75,7 +76,20 @@ def trial_setting_problems(settings: Mapping[str, t.Any], check_replay_files: bo
     problems.extend(secret_problems(settings.get('vllm_secret_environment')))
     problems.extend(constraint_problems(settings.get('vllm_pip_constraints')))
     problems.extend(_tls_problems(settings))
+    problems.extend(preflight_problems(settings.get('vllm_switch_preflight_downgrade')))
     return problems
+
+
+def preflight_problems(downgrade: t.Any) -> list[str]:
+    """A downgrade list must name the GPU preflight's rules: a mistyped name would silently keep its error."""
+    where = 'vllm_switch_preflight_downgrade'
+    if downgrade is None:
+        return []
+    if not isinstance(downgrade, list) or not all(isinstance(name, str) for name in downgrade):
+        return ['%s: must be a list of rule names, got %s' % (where, plain_type_name(downgrade))]
+    return ['%s: %r is no rule of the GPU preflight (its rules: %s)%s'
+            % (where, name, ', '.join(GPU_PREFLIGHT_RULES), did_you_mean(name, GPU_PREFLIGHT_RULES))
+            for name in downgrade if name not in GPU_PREFLIGHT_RULES]
 
 
 def _decision_problems(settings):

@@ -234,13 +234,18 @@ def test_units_carry_the_managed_header_and_the_settings_the_switch_relies_on(re
     render_dir = rendered.dir
     unit = (render_dir / "two" / "vllm-tiny-llama-ngram.service").read_text()
     assert unit.startswith("#\n# Ansible managed\n#\n[Unit]\n")
-    for line in ("Type=exec", "KillMode=mixed", "Restart=on-failure", "TimeoutStartSec=450",
+    for line in ("Type=exec", "KillMode=mixed", "Restart=no", "OnFailure=vllm-fallback@tiny-llama.service",
+                 "TimeoutStartSec=450",
                  "StartLimitBurst=3", "StartLimitIntervalSec=1440", "User=vllm", "NoNewPrivileges=yes",
                  "ProtectSystem=strict", "ReadWritePaths=/var/lib/vllm", "SupplementaryGroups=video render",
                  "EnvironmentFile=/etc/vllm/tiny-llama-ngram.env",
                  "EnvironmentFile=-/etc/vllm/tiny-llama.secrets.env",
                  "Description=vLLM tiny-llama (ngram): n-gram, 9-26%% slower on the GPU node"):
         assert line + "\n" in unit
+    # A variant that crashes in service falls back at once; the baseline is restarted.
+    baseline = (render_dir / "two" / "vllm-tiny-llama-baseline.service").read_text()
+    assert "Restart=on-failure\n" in baseline and "OnFailure=" not in baseline
+    assert "RestartSec=" not in unit
     # Each of these would close the GPU device nodes to the service, or break torch's JIT.
     for setting in ("MemoryDenyWriteExecute", "PrivateDevices", "DeviceAllow", "DevicePolicy", "ProtectClock"):
         assert not re.search(r"^%s=" % setting, unit, re.M)

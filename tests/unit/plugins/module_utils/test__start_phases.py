@@ -20,6 +20,7 @@ from ansible_collections.llmops.vllm.plugins.module_utils._start_phases import (
     LOAD_PHASE_PATTERNS,
     MILESTONES,
     kv_cache_capacity,
+    milestone_of,
     seconds_text,
     start_phases,
     start_summary,
@@ -231,3 +232,21 @@ def test_a_kv_cache_line_outside_the_start_does_not_count():
 
     assert kv_cache_capacity(lines, 100.0, 200.0) == {"tokens": 5000, "max_model_len": None, "max_concurrency": None}
     assert kv_cache_capacity(lines[:1], 100.0) is None
+
+
+@pytest.mark.parametrize("line, phase", [
+    ("(EngineCore_DP0 pid=7) INFO 12-06 10:00:00 [default_loader.py:267] Loading weights took 0.05 seconds",
+     "weights load done"),
+    ("(EngineCore_DP0 pid=7) INFO [gpu_model_runner.py:2602] Model loading took 72.41 GiB and 1501.2 seconds",
+     "weights load done"),
+    ("Loading safetensors checkpoint shards:  47% Completed | 30/64 [11:02<12:51, 22.93s/it]\r"
+     "Loading safetensors checkpoint shards:  48% Completed | 31/64", "weights load"),
+    ("(EngineCore_DP0 pid=7) INFO [backends.py:548] Dynamo bytecode transform time: 12.36 s", "torch.compile done"),
+    ("(EngineCore_DP0 pid=7) INFO [gpu_worker.py:298] Available KV cache memory: 9.86 GiB", "KV-cache profiling done"),
+    ("(APIServer pid=5) INFO [api_server.py:1971] Starting vLLM API server 0 on http://0.0.0.0:8000",
+     "API start done"),
+    ("(APIServer pid=5) DEBUG an unrelated line", None),
+    (None, None),
+])
+def test_a_progress_line_names_the_phase_it_tells(line, phase):
+    assert milestone_of(line) == phase

@@ -434,12 +434,13 @@ def test_missing_systemctl_is_a_clear_error(monkeypatch, clock, server, systemd)
     assert result["msg"] == "unit is set but systemctl is not in PATH on this host"
 
 
-@pytest.mark.parametrize("args", [dict(timeout=-1), dict(sleep=0), dict(progress_interval=-5)])
+@pytest.mark.parametrize("args", [dict(timeout=-1), dict(sleep=0), dict(progress_interval=-5), dict(stall_timeout=-1)])
 def test_nonsense_numbers_are_refused(monkeypatch, clock, server, args):
     failed, result = run(monkeypatch, base_url=server.url, **args)
 
     assert failed
-    assert result["msg"] == "timeout and progress_interval must not be negative, sleep must be positive"
+    assert result["msg"] == ("timeout, progress_interval and stall_timeout must not be negative, sleep must be "
+                             "positive")
 
 
 def test_progress_chunks_continue_one_wait_through_resume(monkeypatch, clock, server, systemd):
@@ -468,6 +469,73 @@ def test_progress_chunks_continue_one_wait_through_resume(monkeypatch, clock, se
     assert failed
     assert "restarted 1 time(s) since the wait began" in second["msg"]
     assert second["attempts"] == first["attempts"] + 1
+
+
+WEIGHTS_LOADED = [
+    "(EngineCore_DP0 pid=48201) INFO 11-29 14:00:40 [gpu_model_runner.py:2602] Starting to load model /srv/models/tiny...",
+    "(EngineCore_DP0 pid=48201) INFO 11-29 14:01:10 [default_loader.py:267] Loading weights took 29.87 seconds",
+]
+
+
+def test_a_start_that_shows_no_progress_fails_at_the_stall_timeout(monkeypatch, clock, server, systemd):
+    systemd.journal = list(WEIGHTS_LOADED)
+
+    failed, result = run(monkeypatch, base_url=server.url, model="tiny", unit=UNIT, timeout=2400, sleep=2,
+                         stall_timeout=60)
+
+    assert failed
+    assert result["stalled"] is True
+    # Looked for progress every 5 s: failed at the first look 60 s or more after the last progress.
+    assert 60.0 <= result["elapsed"] <= 66.0 and result["seconds_since_progress"] >= 60.0
+    assert result["last_progress_line"] == WEIGHTS_LOADED[1]
+    assert result["last_progress_phase"] == "weights load done"
+    assert result["msg"].startswith("%s stalled: nothing changed in its journal, its endpoint and the GPUs' memory "
+                                    "for 6" % UNIT)
+    assert "in phase 'weights load done': (EngineCore_DP0 pid=48201) INFO" in result["msg"]
+
+
+def test_new_journal_lines_or_growing_gpu_memory_are_progress(monkeypatch, clock, server, systemd):
+    systemd.journal = list(WEIGHTS_LOADED)
+    systemd.gpu_used_mib = 1000
+    for second in range(10, 200, 10):
+        # The weights reach the GPUs while the journal holds the progress bar: memory grows, no line comes.
+        clock.at(second, lambda: setattr(systemd, "gpu_used_mib", systemd.gpu_used_mib + 2000))
+    for second in range(200, 400, 30):
+        clock.at(second, lambda second=second: systemd.journal.append("Compiling a graph ... step %d" % second))
+
+    failed, result = run(monkeypatch, base_url=server.url, model="tiny", unit=UNIT, timeout=2400, sleep=2,
+                         stall_timeout=60)
+
+    assert failed and result["stalled"] is True
+    # The last line came at 380 s; nothing moved after it.
+    assert 440.0 <= result["elapsed"] <= 446.0
+    assert result["last_progress_line"] == "Compiling a graph ... step 380"
+    assert result["last_progress_phase"] == "torch.compile"
+
+
+@pytest.mark.parametrize("stall_timeout", [0, 600])
+def test_a_stall_timeout_off_or_longer_than_the_wait_leaves_the_timeout_exact(monkeypatch, clock, server, systemd,
+                                                                             stall_timeout):
+    systemd.journal = list(WEIGHTS_LOADED)
+
+    failed, result = run(monkeypatch, base_url=server.url, model="tiny", unit=UNIT, timeout=300, sleep=5,
+                         stall_timeout=stall_timeout)
+
+    assert failed and "stalled" not in result
+    assert result["elapsed"] == 300.0
+
+
+def test_the_stall_clock_runs_on_through_resumed_calls(monkeypatch, clock, server, systemd):
+    systemd.journal = list(WEIGHTS_LOADED)
+    args = dict(base_url=server.url, model="tiny", unit=UNIT, timeout=2400, sleep=2, stall_timeout=60,
+                progress_interval=45)
+
+    failed, first = run(monkeypatch, **args)
+    assert not failed and first["ready"] is False
+    failed, second = run(monkeypatch, resume=first["resume"], **args)
+
+    assert failed and second["stalled"] is True
+    assert 60.0 <= second["elapsed"] <= 66.0
 
 
 def test_resumed_wait_keeps_deadline_attempts_and_stage_times(monkeypatch, clock, server):

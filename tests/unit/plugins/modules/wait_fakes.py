@@ -192,6 +192,8 @@ class FakeSystemd:
         self.journal_json_rc = 0
         self.commands = []
         self.show_rc = 0
+        # MiB in use on each of two GPUs as nvidia-smi reports them; None: nvidia-smi fails, as with no driver.
+        self.gpu_used_mib = None
 
     def set(self, **properties):
         self.properties.update((key, str(value)) for key, value in properties.items())
@@ -212,6 +214,14 @@ class FakeSystemd:
         if tool == "journalctl":
             count = int(argv[argv.index("-n") + 1])
             return 0, "".join(line + "\n" for line in self.journal[-count:]), ""
+        if tool == "nvidia-smi":
+            if self.gpu_used_mib is None:
+                return 9, "", "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.\n"
+            if argv[1].startswith("--query-gpu="):
+                used = int(self.gpu_used_mib)
+                return 0, "".join("%d, GPU-%d, NVIDIA RTX PRO 6000, %d, 97887\n" % (index, index, used)
+                                  for index in range(2)), ""
+            return 0, "", ""
         raise AssertionError("unexpected command %r" % argv)
 
     def calls(self, tool):

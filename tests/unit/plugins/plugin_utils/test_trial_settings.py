@@ -30,6 +30,7 @@ GOOD = {
     'vllm_secret_environment': {'VLLM_API_KEY': 'sk-abc'},
     'vllm_pip_constraints': {'0.32.0': ['torch==2.13.0+cpu', "numpy<2; python_version < '3.12'"]},
     'vllm_switch_ca_path': '',
+    'vllm_switch_preflight_downgrade': ['pcie_width_below_max'],
     'vllm_serve_args': {'ssl_certfile': '/etc/vllm/cert.pem', 'ssl_keyfile': '/etc/vllm/key.pem'},
 }
 
@@ -91,6 +92,11 @@ def test_settings_that_follow_every_rule_have_no_problem():
      'vllm_switch_max_lifetimes must be 0 (one lifetime a side) or a whole number from 2 to 12, got 1'),
     ({'vllm_switch_max_lifetimes': 'ten'},
      "vllm_switch_max_lifetimes must be 0 (one lifetime a side) or a whole number from 2 to 12, got 'ten'"),
+    ({'vllm_switch_preflight_downgrade': ['pcie_width_below_max', 'row_remap_pendng']},
+     "vllm_switch_preflight_downgrade: 'row_remap_pendng' is no rule of the GPU preflight (its rules: "
+     "compile_cache_disk_low, "),
+    ({'vllm_switch_preflight_downgrade': 'persistence_off'},
+     'vllm_switch_preflight_downgrade: must be a list of rule names, got str'),
     ({'vllm_switch_ca_path': 'certs/ca.pem'}, "vllm_switch_ca_path: must be an absolute path of a PEM file"),
     ({'vllm_serve_args': {'ssl_certfile': 'cert.pem', 'ssl_keyfile': '/k.pem'}},
      "vllm_serve_args.ssl_certfile: must be an absolute path on the node"),
@@ -102,6 +108,12 @@ def test_each_bad_setting_is_named_with_its_rule(changes, expected):
     problems = problems_with(**changes)
 
     assert any(problem.startswith(expected) for problem in problems), problems
+
+
+def test_a_mistyped_preflight_rule_is_offered_the_nearest_name():
+    problems = problems_with(vllm_switch_preflight_downgrade=['row_remap_pendng'])
+
+    assert problems[0].endswith('; did you mean row_remap_pending?')
 
 
 def test_an_slo_set_alone_is_checked_too():

@@ -1,0 +1,202 @@
+# Copyright (c) 2026, llmops.vllm maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""gpu_preflight against the mock host's own nvidia-smi (molecule/mock_host/files), with its canned faults."""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+from ansible.module_utils import basic
+from ansible_collections.llmops.vllm.plugins.module_utils import _gpu_memory
+from ansible_collections.llmops.vllm.plugins.modules import gpu_preflight
+
+from wait_fakes import run_module
+
+MOCK_NVIDIA_SMI = pathlib.Path(__file__).resolve().parents[4] / "molecule" / "mock_host" / "files" / "nvidia-smi"
+
+
+@pytest.fixture
+def node(monkeypatch, tmp_path):
+    """A node of eight GPUs answered by the mock nvidia-smi; node(health) plants its faults."""
+    def plant(health=None, count=8, cuda_version="13.0"):
+        config = {"count": count, "name": "NVIDIA RTX PRO 6000 Blackwell Server Edition", "memory_total_mib": 97887,
+                  "idle_used_mib": 1, "uuid_prefix": "test", "driver_version": "580.95.05",
+                  "cuda_version": cuda_version, "health": health or {}}
+        (tmp_path / "gpus.json").write_text(json.dumps(config), encoding="utf-8")
+        return tmp_path
+
+    environment = dict(os.environ, MOCK_GPU_CONFIG=str(tmp_path / "gpus.json"),
+                       MOCK_GPU_HOLDERS=str(tmp_path / "holders"), MOCK_GPU_RELEASING=str(tmp_path / "releasing.json"))
+    calls = []
+
+    def run_command(self, argv, **kwargs):
+        calls.append(list(argv))
+        if argv[0] == "nvidia-smi":
+            argv = [sys.executable, str(MOCK_NVIDIA_SMI)] + list(argv[1:])
+        done = subprocess.run(argv, env=environment, capture_output=True, text=True, check=False)
+        return done.returncode, done.stdout, done.stderr
+
+    monkeypatch.setattr(_gpu_memory, "pynvml", None)
+    monkeypatch.setattr(basic.AnsibleModule, "run_command", run_command)
+    monkeypatch.setattr(basic.AnsibleModule, "get_bin_path", lambda self, name, required=False, opt_dirs=None: name)
+    plant.calls = calls
+    plant()
+    return plant
+
+
+def run(monkeypatch, **args):
+    return run_module(monkeypatch, gpu_preflight, args)
+
+
+def rules(result):
+    return [(finding["rule"], finding["severity"], finding["gpu"]) for finding in result["findings"]]
+
+
+def test_a_healthy_node_passes_with_every_reading_of_every_gpu(monkeypatch, node):
+    failed, result = run(monkeypatch)
+
+    assert not failed
+    assert result["passed"] is True and result["findings"] == [] and result["errors"] == []
+    assert result["source"] == "nvidia-smi"
+    assert [gpu["index"] for gpu in result["gpus"]] == list(range(8))
+    gpu = result["gpus"][7]
+    assert gpu["persistence_mode"] is True and gpu["remap_pending"] is False and gpu["remap_failed"] is False
+    assert gpu["retired_pages_pending"] is None  # Blackwell remaps rows instead
+    assert (gpu["pcie_width"], gpu["pcie_width_max"], gpu["pcie_gen_max"]) == (16, 16, 5)
+    assert gpu["bus_id"] == "0000:88:00.0"
+    assert result["node"]["cuda_driver_version"] == "13.0"
+    assert len(result["node"]["p2p"]) == 56 and set(result["node"]["p2p"].values()) == {"OK"}
+    assert result["nccl_settings"] == {}
+
+
+@pytest.mark.parametrize("health, expected", [
+    ({"3": {"remapped_rows.pending": "Yes"}}, [("row_remap_pending", "error", 3)]),
+    ({"5": {"pcie.link.width.current": 4}}, [("pcie_width_below_max", "error", 5)]),
+    ({"0": {"persistence_mode": "Disabled"}}, [("persistence_off", "warning", 0)]),
+    ({"p2p": "NS"}, [("p2p_unsupported", "warning", None)]),
+    ({"2": {"ecc.errors.uncorrected.volatile.total": 3, "clocks_event_reasons.active": "0x0000000000000040",
+            "pcie.link.gen.current": 5}},
+     [("ecc_volatile_uncorrected", "error", 2), ("throttle_hardware", "error", 2)]),
+    ({"1": {"power.limit": "450.00", "clocks_event_reasons.active": "0x0000000000000004",
+            "pcie.link.gen.current": 3}},
+     [("pcie_gen_below_max", "warning", 1), ("throttle_software", "warning", 1),
+      ("power_limit_below_default", "warning", 1)]),
+])
+def test_each_canned_fault_gets_its_rule_and_severity(monkeypatch, node, health, expected):
+    node(health)
+
+    failed, result = run(monkeypatch)
+
+    assert not failed
+    assert sorted(rules(result)) == sorted(expected)
+    assert result["passed"] is (not any(severity == "error" for _rule, severity, _gpu in expected))
+    assert len(result["errors"]) == sum(1 for _rule, severity, _gpu in expected if severity == "error")
+
+
+def test_an_error_names_the_gpu_the_reading_and_the_fix(monkeypatch, node):
+    node({"3": {"remapped_rows.pending": "Yes"}, "6": {"pcie.link.width.current": 4}})
+
+    _failed, result = run(monkeypatch)
+
+    assert result["passed"] is False
+    assert result["errors"][0].startswith("GPU 3: remapped_rows.pending is Yes (")
+    assert "Fix: reset the GPU (nvidia-smi -r -i 3, with nothing running on it)" in result["errors"][0]
+    assert result["errors"][1].startswith("GPU 6: PCIe link x4 of x16 (")
+
+
+def test_only_the_selected_gpus_are_judged(monkeypatch, node):
+    node({"3": {"remapped_rows.pending": "Yes"}, "p2p": "NS"})
+
+    _failed, result = run(monkeypatch, gpus=[0])
+
+    assert result["passed"] is True and result["findings"] == []
+    assert [gpu["index"] for gpu in result["gpus"]] == [0]
+
+
+def test_p2p_unsupported_is_not_reported_where_nccl_already_skips_it(monkeypatch, node):
+    node({"p2p": "CNS"})
+
+    _failed, unset = run(monkeypatch, gpus=[0, 1, 2, 3])
+    _failed, disabled = run(monkeypatch, gpus=[0, 1, 2, 3], environment={"NCCL_P2P_DISABLE": "1"})
+
+    assert rules(unset) == [("p2p_unsupported", "warning", None)]
+    assert "P2P CNS between GPUs 0-1, 0-2, 0-3, 1-2, 1-3, 2-3" in unset["warnings_found"][0]
+    assert unset["nccl_settings"] == {"NCCL_P2P_DISABLE": "1"}
+    assert disabled["findings"] == [] and disabled["nccl_settings"] == {"NCCL_P2P_DISABLE": "1"}
+
+
+def test_an_operator_downgrades_an_error_by_its_name(monkeypatch, node):
+    node({"3": {"remapped_rows.pending": "Yes"}})
+
+    _failed, result = run(monkeypatch, downgrade=["row_remap_pending"])
+
+    assert result["passed"] is True
+    assert rules(result) == [("row_remap_pending", "warning", 3)]
+    assert result["findings"][0]["downgraded"] is True
+
+
+def test_a_mistyped_rule_is_refused_before_anything_is_read(monkeypatch, node):
+    failed, result = run(monkeypatch, downgrade=["row_remap_pendng"])
+
+    assert failed
+    assert result["msg"].startswith("downgrade: row_remap_pendng is no preflight rule")
+    assert node.calls == []
+
+
+def test_a_gpu_the_node_lacks_is_refused(monkeypatch, node):
+    node(count=4)
+
+    failed, result = run(monkeypatch, gpus=[0, 1, 2, 3, 4, 5, 6, 7])
+
+    assert failed and result["msg"] == "no GPU with index 4, 5, 6, 7; this node has 0, 1, 2, 3"
+
+
+@pytest.mark.parametrize("torch_cuda, passed", [("12.8", False), ("12.4", True), (None, True)])
+def test_the_drivers_cuda_against_the_venvs_torch(monkeypatch, node, tmp_path, torch_cuda, passed):
+    node(cuda_version="12.4")
+    python = tmp_path / "python"
+    # The venv's python, as far as the check asks it: which CUDA its torch was built for.
+    python.write_text("#!/bin/sh\necho '%s'\n" % json.dumps(torch_cuda), encoding="utf-8")
+    python.chmod(0o755)
+
+    _failed, result = run(monkeypatch, torch_python=str(python))
+
+    assert result["passed"] is passed
+    assert result["node"]["torch_cuda"] == torch_cuda
+    assert (rules(result) == [("cuda_driver_too_old", "error", None)]) is not passed
+    assert any("has no CUDA build" in note for note in result["notes"]) is (torch_cuda is None)
+
+
+@pytest.mark.parametrize("line, version", [
+    ("cuda: Optional[str] = '12.8'", "12.8"),
+    ("cuda = '12.1'", "12.1"),
+    ("cuda: Optional[str] = None", None),
+])
+def test_torchs_cuda_is_read_from_its_version_file_without_importing_it(monkeypatch, node, tmp_path, line, version):
+    node(cuda_version="12.4")
+    package = tmp_path / "venv" / "lib" / "python3.12" / "site-packages" / "torch"
+    package.mkdir(parents=True)
+    (package / "version.py").write_text("from typing import Optional\n__version__ = '2.9.0'\n%s\n" % line,
+                                        encoding="utf-8")
+
+    _failed, result = run(monkeypatch, torch_python=str(tmp_path / "venv" / "bin" / "python"))
+
+    assert result["node"]["torch_cuda"] == version
+    assert result["passed"] is (version != "12.8")
+    assert not any(call[0].endswith("python") for call in node.calls)
+
+
+def test_too_little_disk_for_the_compile_cache(monkeypatch, node, tmp_path):
+    _failed, small = run(monkeypatch, cache_dir=str(tmp_path / "not-yet" / "there"), min_free_gib=10 ** 9)
+    _failed, enough = run(monkeypatch, cache_dir=str(tmp_path), min_free_gib=0.001)
+
+    assert rules(small) == [("compile_cache_disk_low", "error", None)]
+    assert small["node"]["free_gib"] == enough["node"]["free_gib"] > 0
+    assert enough["passed"] is True
