@@ -174,7 +174,7 @@ done
 # beside default's second half, where default leaves a core mostly idle: run alone after default, the fleet added
 # 989 s to a 3,117 s run on a 2-core AMD EPYC; beside it, the whole run took 2,089 s there. Neither
 # default's speed checks (the A/A twin not slower, one sequence at a time slower) nor the fleet's (its twin kept at
-# a margin of 50%) are close calls, and HAProxy gives a busy node's health check 10 s (haproxy.cfg.j2).
+# a margin of 50%, on one lifetime a side) are close calls, and HAProxy gives a busy node's health check 10 s (haproxy.cfg.j2).
 until python3 molecule/mock_host/mock_host.py status | grep -q '"venv_installed": true' \
     || ! kill -0 "$default_scenario" 2>/dev/null; do
   sleep 5
