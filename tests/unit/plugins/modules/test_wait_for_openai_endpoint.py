@@ -514,8 +514,8 @@ def test_new_journal_lines_or_growing_gpu_memory_are_progress(monkeypatch, clock
 
 
 @pytest.mark.parametrize("stall_timeout", [0, 600])
-def test_a_stall_timeout_off_or_longer_than_the_wait_leaves_the_timeout_exact(monkeypatch, clock, server, systemd,
-                                                                             stall_timeout):
+def test_a_stall_timeout_off_or_longer_than_the_wait_leaves_the_timeout_exact(
+        monkeypatch, clock, server, systemd, stall_timeout):
     systemd.journal = list(WEIGHTS_LOADED)
 
     failed, result = run(monkeypatch, base_url=server.url, model="tiny", unit=UNIT, timeout=300, sleep=5,
