@@ -39,6 +39,13 @@ options:
         then means a baseline without overrides.
     type: str
     default: baseline
+  baseline_unit_name:
+    description:
+      - The baseline's unit, normally C(vllm_baseline_unit_name), for a hand-made unit that the collection adopted
+        (C(playbooks/adopt.yml)). Its name ends in V(.service) and has letters, digits and V(_.:-) only.
+      - When not set, the baseline's unit is C(vllm-<model>-<baseline>.service), as every variant's.
+    type: str
+    version_added: 1.1.0
   host:
     description: Bind address of the server, normally C(vllm_host).
     type: str

@@ -19,6 +19,7 @@ import re
 from collections.abc import Mapping
 
 from ansible_collections.llmops.vllm.plugins.module_utils._type_names import plain_type_name
+from ansible_collections.llmops.vllm.plugins.module_utils._unit_adoption import unit_name_problem
 
 from ansible_collections.llmops.vllm.plugins.plugin_utils._spec_decode import (
     METHOD_PACKAGES,
@@ -304,7 +305,7 @@ class _Settings:
     """The role variables every variant shares, checked once."""
 
     def __init__(self, problems, model, serve_args, environment, baseline, host, port, gpu_count, venv, version,
-                 config_dir, state_dir, venv_root=None):
+                 config_dir, state_dir, venv_root=None, baseline_unit=None):
         model = _check_mapping(problems, "vllm_model", model)
         for key in sorted(set(model) - set(MODEL_KEYS), key=str):
             problems.append("vllm_model.%s: unknown key (known: %s)" % (key, ", ".join(MODEL_KEYS)))
@@ -359,9 +360,17 @@ class _Settings:
             problems.append("vllm_version: required, the vLLM release the rules are checked against")
         else:
             self.version = _check_version(problems, "vllm_version", version)
+        # An adopted hand-made unit stays the baseline under its own name (playbooks/adopt.yml).
+        self.baseline_unit = baseline_unit
+        if baseline_unit is not None:
+            problem = unit_name_problem(baseline_unit)
+            if problem:
+                problems.append(problem)
         self.valid = not problems
 
     def unit_name(self, variant):
+        if variant == self.baseline and self.baseline_unit is not None:
+            return self.baseline_unit
         return "vllm-%s-%s.service" % (self.model_name, variant)
 
 
@@ -563,6 +572,17 @@ def _check_shutdown_timeout(problems, specs, variants, stop_timeout):
                 return
 
 
+def _check_baseline_unit(problems, settings, specs):
+    """An adopted baseline's unit name must not be the unit of a variant, which would then overwrite it."""
+    if settings.baseline_unit is None:
+        return
+    for name in sorted(specs):
+        if name != settings.baseline and specs[name]["unit_name"] == settings.baseline_unit:
+            problems.append("vllm_baseline_unit_name: %s is the unit of variant %s; name the adopted unit, which "
+                            "differs from every variant's vllm-<model>-<variant>.service"
+                            % (settings.baseline_unit, name))
+
+
 def _check_ports(problems, settings, specs):
     """Variants normally share vllm_port; one that moves off it must not share its own port with another."""
     owners = {}
@@ -676,7 +696,7 @@ def resolve_variants(variants, settings):
     settings_checked = _Settings(problems, model, settings["serve_args"], settings["environment"], baseline,
                                  settings["host"], settings["port"], settings["gpu_count"], settings["venv"],
                                  settings["version"], settings["config_dir"], settings["state_dir"],
-                                 settings["venv_root"])
+                                 settings["venv_root"], settings.get("baseline_unit_name"))
     secret_environment_names = settings["secret_environment_names"]
     # Only the names come this way, so no message can ever show a secret value.
     for name in secret_environment_names or ():
@@ -702,6 +722,7 @@ def resolve_variants(variants, settings):
                 specs[name] = spec
     if problems:
         raise VariantError(problems)
+    _check_baseline_unit(problems, settings_checked, specs)
     _check_ports(problems, settings_checked, specs)
     _check_shutdown_timeout(problems, specs, variants, stop_timeout)
     if problems:
