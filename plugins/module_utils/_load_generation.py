@@ -434,8 +434,11 @@ class _ChunkedBody:
         return b"".join(payload)
 
 
-def run_load(target, bodies, concurrency, offsets):
-    """Send every body with at most ``concurrency`` in flight, each no earlier than its offset."""
+def run_load(target, bodies, concurrency, offsets, progress=None):
+    """Send every body with at most ``concurrency`` in flight, each no earlier than its offset.
+
+    ``progress`` (a _benchmark_progress.ProgressWriter) is told of every request as it finishes.
+    """
     sessions = []
     local = threading.local()
 
@@ -444,7 +447,10 @@ def run_load(target, bodies, concurrency, offsets):
         if session is None:
             session = local.session = _StreamingSession(target)
             sessions.append(session)
-        return session.post(body)
+        outcome = session.post(body)
+        if progress is not None:
+            progress.request_done(outcome)
+        return outcome
 
     with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="openai-load") as pool:
         started = time.perf_counter()
@@ -513,11 +519,12 @@ def _settled_reading(options, level, warnings, ssl_context):
     return reading
 
 
-def run_benchmark(options):
+def run_benchmark(options, progress=None):
     """Warm up, then measure every concurrency level ``repeats`` times.
 
     ``options`` holds the module's options (``metrics_url`` and ``burstiness`` resolved). Returns
     the per-level results and warnings; raises BenchmarkAborted when every warm-up request failed.
+    ``progress`` (a _benchmark_progress.ProgressWriter) is told of each level and request.
     """
     ssl_context = options.get("ssl_context")
     target = OpenAITarget(options["base_url"], options["endpoint"], options["api_key"], options["timeout"], ssl_context)
@@ -535,7 +542,9 @@ def run_benchmark(options):
     bodies = [request_body(options["endpoint"], options["model"], request, options, index)
               for index, request in enumerate(requests)]
     if warmup_count:
-        warmup = run_load(target, bodies[:warmup_count], max(levels), [0.0] * warmup_count)
+        if progress is not None:
+            progress.level(max(levels), warmup_count)
+        warmup = run_load(target, bodies[:warmup_count], max(levels), [0.0] * warmup_count, progress)
         if not any(outcome.success for outcome in warmup.outcomes):
             errors = summarize_errors(warmup.outcomes)
             first = next(iter(errors.values()))["first_message"]
@@ -550,11 +559,14 @@ def run_benchmark(options):
     results = []
     warnings = []
     for position, level in enumerate(levels):
+        if progress is not None:
+            progress.level(level, options["repeats"] * num_prompts)
         before, requests_before = _settled_reading(options, level, warnings, ssl_context)
         runs = []
         stop = None
         for repeat in range(options["repeats"]):
-            runs.append(run_load(target, [next(pending_bodies) for dummy in range(num_prompts)], level, offsets))
+            runs.append(run_load(target, [next(pending_bodies) for dummy in range(num_prompts)], level, offsets,
+                                 progress))
             # After the very last run there is nothing left to spare.
             last = repeat == options["repeats"] - 1 and position == len(levels) - 1
             if not last:

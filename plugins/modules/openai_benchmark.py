@@ -251,6 +251,17 @@ options:
         type: str
         choices: [not_slower, faster]
         default: not_slower
+  progress_file:
+    description:
+      - While the benchmark runs, keep how far it has come in this file on the host that runs the module, as a
+        small JSON document replaced whole about once a second, with requests done and planned (the warm-up and
+        every repeat of every level), failed requests, output tokens and elapsed time.
+      - Meant for a benchmark started as an async job (C(async) with C(poll=0)), which
+        P(llmops.vllm.benchmark_progress#module) follows, printing a progress line every few seconds; see its
+        examples.
+      - The file is not removed at the end. Without this option no file is written.
+    type: path
+    version_added: 1.2.0
   labels:
     description:
       - Free-form facts about what is measured (model, variant, unit checksum, vLLM version, speculative config),
@@ -661,6 +672,7 @@ from ansible_collections.llmops.vllm.plugins.module_utils._benchmark_options imp
     level_number,
     option_problems,
 )
+from ansible_collections.llmops.vllm.plugins.module_utils._benchmark_progress import ProgressWriter, planned_requests
 from ansible_collections.llmops.vllm.plugins.module_utils._load_generation import (
     BenchmarkAborted,
     run_benchmark,
@@ -690,8 +702,9 @@ def _stopped_early(results, levels):
 
 
 def main():
+    # Where progress goes is the module's own concern, not a workload's, so it is not in the shared ARGUMENT_SPEC.
     module = AnsibleModule(
-        argument_spec=ARGUMENT_SPEC,
+        argument_spec=dict(ARGUMENT_SPEC, progress_file=dict(type="path")),
         required_by=REQUIRED_BY,
         supports_check_mode=True,
     )
@@ -699,9 +712,10 @@ def main():
     params["base_url"] = params["base_url"].rstrip("/")
     params["metrics_url"] = params["metrics_url"] or params["base_url"] + "/metrics"
     params["burstiness"] = params["burstiness"] or 1.0
-    # How the client trusts the server, and when it may stop, are not part of what was measured.
+    # How the client trusts the server, when it may stop and where it reports progress are not part of what was
+    # measured.
     options = {key: value for key, value in params.items()
-               if key not in ("api_key", "labels", "validate_certs", "ca_path", "stop_when_slower")}
+               if key not in ("api_key", "labels", "validate_certs", "ca_path", "stop_when_slower", "progress_file")}
     result = dict(changed=False, labels=params["labels"], options=options, results=[])
 
     failure = None
@@ -711,10 +725,13 @@ def main():
     elif module.check_mode:
         result["msg"] = "Check mode: no request was sent."
     else:
+        progress = None
         try:
             params["ssl_context"] = client_context(params["validate_certs"], params["ca_path"])
             params["stop_when_slower"] = _stop_settings(params["stop_when_slower"])
-            result["results"], warnings = run_benchmark(params)
+            if params["progress_file"]:
+                progress = ProgressWriter(params["progress_file"], planned_requests(params))
+            result["results"], warnings = run_benchmark(params, progress)
         except BenchmarkAborted as exc:
             failure = str(exc)
             result["errors"] = exc.errors
@@ -737,6 +754,10 @@ def main():
                     result["msg"] += " Stopped early: %s." % result["stopped_early_reason"]
             if not completed:
                 failure = "No request succeeded. %s" % result["msg"]
+        if progress is not None:
+            progress.finish()
+            if progress.broken:
+                module.warn("Progress was not written to %s after %s." % (params["progress_file"], progress.broken))
 
     if failure:
         result["msg"] = failure

@@ -62,8 +62,8 @@ def test_every_option_of_the_benchmark_module_may_be_set():
     from ansible_collections.llmops.vllm.plugins.modules import openai_benchmark
 
     documented = set(re.findall(r'^  ([a-z_]+):\n    description:', openai_benchmark.DOCUMENTATION, re.MULTILINE))
-    # stop_when_slower is the trial's, built from its baseline's runs, not a workload's.
-    deployment = {'base_url', 'model', 'api_key', 'metrics_url', 'labels', 'stop_when_slower'}
+    # stop_when_slower is the trial's, built from its baseline's runs, not a workload's; progress_file is the run's.
+    deployment = {'base_url', 'model', 'api_key', 'metrics_url', 'labels', 'stop_when_slower', 'progress_file'}
     assert set(BENCHMARK_OPTIONS) == documented - deployment
 
 
