@@ -6,7 +6,8 @@
 systemd runs this (vllm-fallback@<model>.service, through the variants' OnFailure=) once a variant's unit
 has given up restarting: its start limit was hit, so every further restart would be another full load.
 It marks each failed variant "fell_back" in its trial record and in the node's history, so that the
-switch role does not keep it again until something about it changes, and starts the baseline.
+switch role does not keep it again until something about it changes, starts the baseline, and then tells the
+operator's notification hook, where the role wrote one for the node (a 0600 file: its headers may hold a token).
 A switch in progress owns what runs: the unit's ConditionPathExists= skips this while the switch lock
 exists. Standard library only; it runs on the node with the system's python3.
 
@@ -20,6 +21,7 @@ import os
 import socket
 import subprocess
 import sys
+import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 try:
@@ -67,6 +69,51 @@ def fallback_records(config, failed, now, who):
     return records
 
 
+def notification(config, records, started):
+    """What the notification hook is told: the switch role's notification fields, for the event "fallback"."""
+    return {
+        "event": "fallback", "phase": "fell back", "host": socket.getfqdn(), "model": config["model"],
+        "baseline": config.get("baseline", "baseline"), "unit": config["baseline_unit"],
+        "baseline_started": started == 0, "outcome": "fell_back",
+        "variant": ", ".join(record["variant"] for dummy, record in records),
+        "failed_units": [record["unit"] for dummy, record in records],
+        "reason": "; ".join(record["reason"] for dummy, record in records),
+        "estimate": None, "dark_minutes": None,
+    }
+
+
+def notify(hook, payload, opener=urllib.request.urlopen, run=subprocess.run):
+    """Call the hook ({url, method, headers, body, status_code} or {argv}) with the payload; a message on failure.
+
+    The baseline was started before this runs: a hook that is down must not keep the node dark.
+    """
+    body = json.dumps(hook.get("body", payload)).encode()
+    try:
+        if "url" in hook:
+            request = urllib.request.Request(hook["url"], data=body, method=hook.get("method", "POST"),
+                                             headers=dict(hook.get("headers") or {}, **{"Content-Type": "application/json"}))
+            with opener(request, timeout=30) as response:
+                status = response.status
+            if status not in hook.get("status_code", [200, 201, 202, 204]):
+                return "the notification hook answered HTTP %s" % status
+        elif "argv" in hook:
+            done = run(hook["argv"], input=body, capture_output=True, timeout=60, check=False)
+            if done.returncode != 0:
+                return "the notification hook's command exited %s" % done.returncode
+    except (OSError, ValueError, subprocess.SubprocessError) as error:
+        # The URL and headers may name a secret: only the kind of failure is said.
+        return "the notification hook could not be called (%s)" % type(error).__name__
+    return None
+
+
+def read_hook(path):
+    """The hook the role wrote for the node, or None where it wrote none."""
+    if not path or not os.path.exists(path):
+        return None
+    with open(path, encoding="utf-8") as handle:
+        return json.load(handle) or None
+
+
 def main(argv):
     if len(argv) != 2:
         print("usage: vllm-fallback CONFIG.json", file=sys.stderr)
@@ -78,11 +125,17 @@ def main(argv):
         print("no variant of %s is failed; nothing to do" % config["model"])
         return 0
     now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-    for dummy, record in fallback_records(config, failed, now, "systemd@" + socket.getfqdn()):
+    records = fallback_records(config, failed, now, "systemd@" + socket.getfqdn())
+    for dummy, record in records:
         write_trial_record(config["records_dir"], record)
         print(record["reason"])
     # Start, not restart: the variants' Conflicts= keeps only one unit of the model running.
-    return subprocess.run(["systemctl", "start", "--no-block", config["baseline_unit"]], check=False).returncode
+    started = subprocess.run(["systemctl", "start", "--no-block", config["baseline_unit"]], check=False).returncode
+    hook = read_hook(config.get("notify_file"))
+    if hook:
+        problem = notify(hook, notification(config, records, started))
+        print(problem or "the notification hook was told", file=sys.stderr if problem else sys.stdout)
+    return started
 
 
 if __name__ == "__main__":

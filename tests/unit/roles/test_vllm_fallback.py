@@ -5,11 +5,13 @@
 
 from __future__ import annotations
 
+import http.server
 import importlib.util
 import json
 import shutil
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 SCRIPT = Path(__file__).resolve().parents[3] / 'roles' / 'vllm_service' / 'files' / 'vllm-fallback.py'
@@ -76,3 +78,63 @@ def test_installed_beside_the_record_code_the_script_needs_nothing_else(tmp_path
     run = subprocess.run([sys.executable, '-I', '-c', probe], capture_output=True, text=True, check=False,
                          cwd=tmp_path, timeout=60)
     assert (run.returncode, run.stdout.strip()) == (0, '_trial_records'), run.stderr
+
+
+class _Receiver(http.server.BaseHTTPRequestHandler):
+    received: list = []
+
+    def do_POST(self):  # noqa: N802 - the name http.server calls
+        body = self.rfile.read(int(self.headers['Content-Length']))
+        self.received.append((self.headers.get('Authorization'), json.loads(body)))
+        self.send_response(int(self.path.rsplit('/', 1)[-1]) if self.path.startswith('/status/') else 204)
+        self.send_header('Content-Length', '0')
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+def _serve():
+    server = http.server.HTTPServer(('127.0.0.1', 0), _Receiver)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def test_the_url_hook_is_told_the_fallback_with_its_headers(tmp_path):
+    _Receiver.received = []
+    server = _serve()
+    try:
+        failed = fallback.failed_variants(config(tmp_path), STATES.get)
+        records = fallback.fallback_records(config(tmp_path), failed, '2026-12-01T09:00:00+00:00', 'systemd@node')
+        payload = fallback.notification(dict(config(tmp_path), baseline='baseline'), records, 0)
+        hook = {'url': 'http://127.0.0.1:%d/notify' % server.server_port, 'headers': {'Authorization': 'Bearer t'}}
+        assert fallback.notify(hook, payload) is None
+    finally:
+        server.shutdown()
+        server.server_close()
+    [(authorization, told)] = _Receiver.received
+    assert authorization == 'Bearer t'
+    assert told['event'] == 'fallback' and told['outcome'] == 'fell_back' and told['variant'] == 'ngram'
+    assert told['unit'] == 'vllm-tiny-llama-baseline.service' and told['baseline_started'] is True
+    assert told['failed_units'] == ['vllm-tiny-llama-ngram.service'] and 'start-limit-hit' in told['reason']
+
+
+def test_a_hook_that_fails_is_reported_without_its_url(tmp_path):
+    _Receiver.received = []
+    server = _serve()
+    try:
+        answered = fallback.notify({'url': 'http://127.0.0.1:%d/status/500' % server.server_port}, {'event': 'fallback'})
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert answered == 'the notification hook could not be called (HTTPError)'
+    # A port where nothing listens: the fallback goes on, and the message names no address.
+    closed = fallback.notify({'url': 'http://127.0.0.1:%d/' % server.server_port}, {'event': 'fallback'})
+    assert closed.startswith('the notification hook could not be called (') and '127.0.0.1' not in closed
+
+
+def test_the_hook_file_is_read_only_where_the_role_wrote_one(tmp_path):
+    assert fallback.read_hook(str(tmp_path / 'absent.json')) is None
+    assert fallback.read_hook(None) is None
+    (tmp_path / 'notify.json').write_text(json.dumps({'url': 'http://127.0.0.1:9/'}), encoding='utf-8')
+    assert fallback.read_hook(str(tmp_path / 'notify.json')) == {'url': 'http://127.0.0.1:9/'}
