@@ -97,8 +97,8 @@ def _latest_timing(records: Mapping[str, Mapping[str, t.Any]]) -> dict[tuple[str
 
 
 def _level_seconds(workload: Mapping[str, t.Any], concurrency: int, timing: Mapping[tuple[str, int], Mapping[str, t.Any]],
-                   stream_tok_s: float | None) -> tuple[float | None, str]:
-    """Seconds one level of a workload takes on one side, and where the figure comes from."""
+                   stream_tok_s: float | None) -> tuple[float | None, str, bool]:
+    """Seconds one level of a workload takes on one side, where the figure comes from, and whether it was measured."""
     options = workload.get('options') or {}
     repeats = int(options.get('repeats') or workload.get('repeats') or 1)
     requests = int(options.get('num_prompts') or _default('num_prompts')) * repeats \
@@ -110,21 +110,21 @@ def _level_seconds(workload: Mapping[str, t.Any], concurrency: int, timing: Mapp
         per_request = float(row['seconds']) / int(row['requests'])
         return max(requests * per_request, floor), (
             f"{workload['name']} at concurrency {concurrency}: {per_request:.2f} s a request, measured over "
-            f"{row['requests']} requests")
+            f"{row['requests']} requests"), True
     same_level = [row for (name, level), row in timing.items() if level == concurrency]
     if same_level:
         row = same_level[0]
         per_request = float(row['seconds']) / int(row['requests'])
         return max(requests * per_request, floor), (
             f"{workload['name']} at concurrency {concurrency}: {per_request:.2f} s a request, as measured for "
-            f"{row['workload']} (assumed alike)")
+            f"{row['workload']} (assumed alike)"), False
     max_tokens = int(options.get('max_tokens') or _default('max_tokens'))
     if stream_tok_s:
         seconds = math.ceil(requests / concurrency) * max_tokens / float(stream_tok_s)
         return max(seconds, floor), (
             f"{workload['name']} at concurrency {concurrency}: assumed {max_tokens} tokens a request at "
-            f"{stream_tok_s:g} tok/s a stream (an upper bound: answers that end sooner take less)")
-    return None, f"{workload['name']} at concurrency {concurrency}: no speed on record and none assumed"
+            f"{stream_tok_s:g} tok/s a stream (an upper bound: answers that end sooner take less)"), False
+    return None, f"{workload['name']} at concurrency {concurrency}: no speed on record and none assumed", False
 
 
 def _median(values: Sequence[float]) -> float | None:
@@ -177,8 +177,8 @@ def plan(records: Mapping[str, Mapping[str, t.Any]], *, baseline: str, variant: 
     benchmark_s: float | None = 0.0
     for workload in workloads:
         for concurrency in (workload.get('options') or {}).get('concurrency') or _default('concurrency'):
-            seconds, source = _level_seconds(workload, int(concurrency), timing, stream_tok_s)
-            (measured if 'measured over' in source else assumed).append(source)
+            seconds, source, was_measured = _level_seconds(workload, int(concurrency), timing, stream_tok_s)
+            (measured if was_measured else assumed).append(source)
             benchmark_s = None if seconds is None or benchmark_s is None else benchmark_s + seconds
     known = warm_s is not None and cold_s is not None and benchmark_s is not None
     if max_lifetimes:
