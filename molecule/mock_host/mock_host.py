@@ -237,6 +237,15 @@ def provision(node, public_key, gpu_release_seconds):
             program = handle.read()
         # The interpreter line is added here: the mock host has python3 and no plain `python`.
         write_file(os.path.join(root, "usr/local/bin", name), "#!/usr/bin/python3\n" + program, mode=0o755)
+    # The stand-in engine (files/standin), which a unit runs instead of vLLM when its environment puts it first on
+    # PYTHONPATH: the scenarios that check orchestration only start it in seconds.
+    standin = os.path.join(HERE, "files", "standin")
+    for directory, dummy, names in os.walk(standin):
+        for name in names:
+            if name.endswith(".py"):
+                source = os.path.join(directory, name)
+                with open(source, encoding="utf-8") as handle:
+                    write_file(os.path.join(root, "opt/llmops-standin", os.path.relpath(source, standin)), handle.read())
     gpus = dict(GPU_CONFIG, release_seconds=gpu_release_seconds)
     write_file(os.path.join(root, "etc/mock-gpu/gpus.json"), json.dumps(gpus, indent=2) + "\n")
     for unit in MASKED_UNITS:
