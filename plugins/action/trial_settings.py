@@ -13,6 +13,9 @@ from ansible.plugins.action import ActionBase
 from ansible_collections.llmops.vllm.plugins.modules.trial_settings import DOCUMENTATION
 from ansible_collections.llmops.vllm.plugins.plugin_utils._documented_options import documented_argument_spec
 from ansible_collections.llmops.vllm.plugins.plugin_utils._trial_settings import (
+    deprecated_settings,
+    replay_files_here,
+    trial_document,
     trial_setting_problems,
     unknown_variable_warnings,
 )
@@ -44,8 +47,19 @@ class ActionModule(ActionBase):
                 settings[name] = _plain(self._templar.template(task_vars[name]))
             except AnsibleError:
                 deferred.append(name)
-        problems = trial_setting_problems(settings, check_replay_files=args['check_replay_files'])
+        host = task_vars.get('inventory_hostname') or 'localhost'
+        node = {'node_address': _plain(task_vars.get('ansible_host')),
+                'connection': _plain(task_vars.get('ansible_connection'))}
+        check_replay_files = args['check_replay_files']
+        if check_replay_files is None:
+            check_replay_files = replay_files_here(settings, host, **node)
+        problems = trial_setting_problems(settings, check_replay_files=check_replay_files)
         problems.extend(_role_spec_problems(settings, problems))
+        document = {}
+        if not problems and args['kind'] != 'none':
+            document, found = trial_document(settings, host=host, kind=args['kind'],
+                                             check_mode=bool(self._play_context.check_mode), **node)
+            problems.extend(found)
         known = known_variable_names()
         warnings = unknown_variable_warnings(names, known)
         result.update(
@@ -54,9 +68,13 @@ class ActionModule(ActionBase):
             deferred=deferred,
             problems=problems,
             unknown_variables=[name for name in names if name not in known],
+            **document,
         )
         if warnings:
             result['warnings'] = warnings
+        deprecations = deprecated_settings(settings)
+        if deprecations:
+            result['deprecations'] = deprecations
         if problems:
             result.update(failed=True, msg='; '.join(problems))
         else:

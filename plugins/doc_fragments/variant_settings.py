@@ -111,6 +111,14 @@ options:
       - Seconds systemd waits for a stopping unit, C(vllm_stop_timeout_seconds). A C(shutdown_timeout) serve arg (vLLM's
         drain after SIGTERM) must be shorter.
     type: int
+  expected_load_seconds:
+    description:
+      - How long the model takes from start to serving, normally C(vllm_expected_load_seconds). Each unit's
+        C(TimeoutStartSec=) is this plus half, and its restart-rate window (C(StartLimitIntervalSec=)) spans
+        C(StartLimitBurst=) such loads, each with the wait before its restart (C(RestartSec=)).
+    type: int
+    default: 1800
+    version_added: 1.2.0
   system_call_filter:
     description:
       - The units' C(SystemCallFilter=) entries, C(vllm_system_call_filter). Each must be a system call name or an

@@ -134,6 +134,11 @@ _value:
     reason:
       description: Why this point is next, or why the search is done.
       type: str
+    next_prediction:
+      description: What is predicted for RV(_value.next), and from what, in one line; V(null) when the search is done.
+      type: str
+      sample: "ngram-k3-max4: predicted 1312 tok/s (band 9%) from the acceptance per position of ngram-k5-max4"
+      version_added: 1.2.0
     summary:
       description:
         - "Lines of text: the first is C(loads paid for: N of the grid's M points), the second what a full grid

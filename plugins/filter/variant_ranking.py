@@ -19,11 +19,18 @@ description:
   - RV(_value.best) is the first kept variant, or the baseline when none was kept.
 options:
   _input:
-    description: The trial records of the compared variants, as the M(llmops.vllm.trial_history) entries
-      and the node's per-variant records hold them.
-    type: list
-    elements: dict
+    description:
+      - The trial records of the compared variants, as the M(llmops.vllm.trial_history) entries and the node's
+        per-variant records hold them.
+      - Or, with O(variants), the node's records by variant (RV(llmops.vllm.trial_record_info#module:records)); a
+        compared variant without a record ranks as failed.
+    type: raw
     required: true
+  variants:
+    description: The compared variants, in the order compared, when the input maps each variant to its record.
+    type: list
+    elements: str
+    version_added: 1.2.0
   baseline:
     description: The name of the baseline variant, which serves when no compared variant was kept.
     type: str
@@ -64,11 +71,13 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.llmops.vllm.plugins.plugin_utils._ranking import RankingError, rank_variants
+from ansible_collections.llmops.vllm.plugins.plugin_utils._ranking import RankingError, compared_records, rank_variants
 
 
-def variant_ranking(records, baseline):
+def variant_ranking(records, baseline, variants=None):
     try:
+        if variants is not None:
+            records = compared_records(records, variants)
         return rank_variants(records, baseline)
     except RankingError as error:
         raise AnsibleFilterError(f'variant_ranking: {error}') from error

@@ -250,7 +250,8 @@ def wait_for_job(async_dir, jid, progress_file, interval, clock=None, wall_clock
     """Wait up to ``interval`` seconds for the benchmark's async job to finish; return what it shows.
 
     Returns a dict with ``finished``, ``msg`` (the progress line), ``progress`` (the file's figures, or
-    None before the first write), ``remaining_s`` and ``elapsed`` (seconds this call waited). A job whose
+    None before the first write), ``remaining_s``, ``elapsed`` (seconds this call waited) and, once the job has
+    finished, ``job``, the benchmark module's result. A job whose
     benchmark process is gone while its job file still reads as running after GONE_GRACE seconds is
     reported with ``gone`` set, since async_status would wait for it forever. Raises OSError when
     there is no job file.
@@ -262,7 +263,7 @@ def wait_for_job(async_dir, jid, progress_file, interval, clock=None, wall_clock
     deadline = began + max(0.0, interval)
     gone_since = None
     while True:
-        finished, dummy = job_status(async_dir, jid)
+        finished, document = job_status(async_dir, jid)
         progress = read_progress(progress_file)
         now = clock()
         if not finished and progress is not None and not progress.get("finished") and progress.get("pid"):
@@ -273,7 +274,11 @@ def wait_for_job(async_dir, jid, progress_file, interval, clock=None, wall_clock
             elif now - gone_since >= GONE_GRACE:
                 return _answer(False, progress, wall_clock(), now - began, gone=True)
         if finished or now >= deadline:
-            return _answer(finished, progress, wall_clock(), now - began)
+            answer = _answer(finished, progress, wall_clock(), now - began)
+            if finished:
+                # The module's own result, as async_status would read it; its arguments stay behind.
+                answer["job"] = dict((key, value) for key, value in document.items() if key != "invocation")
+            return answer
         sleep(max(0.0, min(poll, deadline - now)))
 
 

@@ -25,6 +25,7 @@ SHOW_PROPERTIES = (
     "InactiveExitTimestampMonotonic",
     "ExecMainStartTimestampMonotonic",
     "ExecMainExitTimestampMonotonic",
+    "InvocationID",
 )
 
 # si_code values systemd reports in ExecMainCode (see waitid(2)).
@@ -112,6 +113,8 @@ class UnitState:
         self.main_pid = _to_int(properties.get("MainPID")) or None
         self.exec_main_code = _to_int(properties.get("ExecMainCode"))
         self.exec_main_status = _to_int(properties.get("ExecMainStatus"))
+        # New at every start of the unit: it tells one lifetime of a server from the next.
+        self.invocation_id = properties.get("InvocationID") or None
         # systemd writes 0 for "never"; the values are in microseconds of CLOCK_MONOTONIC.
         left_inactive = _monotonic_seconds(properties.get("InactiveExitTimestampMonotonic"))
         self.main_started_monotonic = _monotonic_seconds(properties.get("ExecMainStartTimestampMonotonic"))
@@ -141,6 +144,7 @@ class UnitState:
             "n_restarts": self.n_restarts,
             "main_pid": self.main_pid,
             "exec_main_status": self.exec_main_status,
+            "invocation_id": self.invocation_id,
         }
 
 

@@ -103,10 +103,17 @@ EXAMPLES = r"""
 
 RETURN = r"""
 finished:
-  description: Whether the async job has finished; its result is then ready for M(ansible.builtin.async_status).
+  description: Whether the async job has finished; its result is then RV(job), and ready for M(ansible.builtin.async_status).
   returned: always
   type: bool
   sample: false
+job:
+  description:
+    - The benchmark module's result, as M(ansible.builtin.async_status) would read it, without its arguments
+      (C(invocation)); C(failed) when the benchmark failed.
+  returned: once the job has finished
+  type: dict
+  version_added: 1.2.0
 msg:
   description:
     - The progress line, requests done of planned (warm-up and every repeat counted), failed requests if any, the

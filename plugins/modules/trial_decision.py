@@ -13,32 +13,26 @@ version_added: 1.1.0
 author:
   - llmops.vllm maintainers (!UNKNOWN)
 description:
-  - Takes the benchmark of the baseline and of the variant from one trial, and the baseline's earlier
-    lifetimes from the node's own history (O(node_history)), and answers V(keep) or V(roll_back) with the
-    rule that decided, a reason in one sentence and the figures behind it. The switch role acts on this
-    answer only, and records it on the node, so that any controller decides alike on that node. The switch role
-    adds the answer to the controller's results store (P(llmops.vllm.results_store#module)); the decision reads
-    nothing kept there.
+  - Decides whether to keep a variant, from a trial's server lifetimes (O(lifetimes)) and the baseline's earlier
+    lifetimes in the node's own history (O(node_history)), with the one rule every trial of the collection uses
+    (the C(decide) function of C(plugins/plugin_utils/_lifetime_decision.py), which M(llmops.vllm.trial_advance) calls
+    after every pair of lifetimes). It answers V(keep), V(roll_back) or V(another_pair), with the rule that decided, a
+    reason in one sentence and the figures behind it.
+  - Each lifetime's figure is the mean of its runs' output throughputs on a log scale; after every pair from the second
+    on (or the one pair of a trial of one lifetime a side, O(max_lifetimes=1)) a 99% interval of the change, widened by
+    the baseline's stored lifetimes, keeps the variant (at most O(margin_pct) slower at 99.5%, or shown faster with
+    O(keep_when=faster)), rolls it back as V(slower) or for V(futility), or asks for another pair; at O(max_lifetimes)
+    a side an undecided trial rolls back as V(inconclusive). A within-lifetime interval never decides alone - one
+    lifetime a side with no stored lifetime of the baseline rolls back as inconclusive, saying how to decide it.
+  - The latest pair passes the checks that speed cannot outweigh first - failed requests, foreign traffic in the
+    server's own counters, latency SLOs (O(slo), O(workload_slo)) - and the answers (O(variant_answers),
+    O(baseline_answers)) pass the answer gate, or the variant rolls back as V(incorrect) whatever its speed.
+  - Given O(variant) and O(baseline) without O(lifetimes), they are one lifetime a side.
   - The answer carries this trial's clean baseline measurements (RV(baseline_lifetimes)); the trial's
     record keeps them, and later trials learn the baseline's lifetimes from them.
-  - Per concurrency level, the change in output tokens/s and its 95% interval are computed. The interval is
-    the wider of Welch's interval over the runs of the two sides and the between-lifetime interval that the
-    baseline's history shows (t(0.975, k-1) * sqrt(2) * the spread of k lifetime means). A level is
-    V(faster) when the interval lies above zero, V(not_slower) when its lower end is at least
-    -O(margin_pct), V(slower) when its upper end is below -O(margin_pct), and V(inconclusive) otherwise.
-  - The trial is V(inconclusive) when either side has fewer than O(min_runs) runs at a level or any failed
-    request. Next, a level that breaks O(slo) rolls the variant back as V(slo_breached), whatever its
-    throughput. With O(keep_when=not_slower) the variant is kept when every level is V(faster) or
-    V(not_slower); with O(keep_when=faster) one level must also be V(faster). Anything else rolls back, and
-    the reason says what would decide it. docs/benchmarking.md states the error rates of this rule.
-  - A level whose benchmark stopped early (O(llmops.vllm.openai_benchmark#module:stop_when_slower)) is judged on the
-    runs it measured, even fewer than O(min_runs), as the sequential test that stopped it is stricter. The variant
-    is then rolled back, as V(slower) when that test, run again on the same runs with O(keep_when) and
-    O(margin_pct) and widened by how the baseline's lifetimes in the history differ, shows it losing, else as
-    V(inconclusive); the reason says that the benchmark stopped early, with the test's figures.
   - A trial may measure several workloads (kinds of traffic); each result names its workload with the label
-    C(workload). Every workload is decided on its own, with its own history and SLO, and the variant is kept
-    only when every workload keeps it. The first workload that rolls it back gives the outcome and the reason.
+    C(workload). Every workload and concurrency level is looked at on its own, and the variant is kept only when
+    every one keeps it.
   - Runs on the controller and changes nothing.
 options:
   accept_foreign_traffic:
@@ -55,11 +49,9 @@ options:
       - The variant's benchmark, as registered from M(llmops.vllm.openai_benchmark), or its list of results. A
         looped task's registered result (one M(llmops.vllm.openai_benchmark) result per workload) is taken too.
     type: raw
-    required: true
   baseline:
-    description: The baseline's benchmark from the same trial, in the same form.
+    description: The baseline's benchmark from the same trial, in the same form; with O(variant), one lifetime a side.
     type: raw
-    required: true
   variant_name:
     description: Name of the variant under trial.
     type: str
@@ -95,8 +87,8 @@ options:
     type: str
   baseline_lifetime:
     description:
-      - What identifies the baseline's lifetime that was benchmarked in this trial (systemd's C(InvocationID)
-        of its unit), so that stored results of the same lifetime are not counted twice.
+      - Deprecated and ignored; removed in 2.0.0. Each benchmark names its own lifetime (its C(lifetime) label,
+        systemd's C(InvocationID) of its unit).
     type: str
   keep_when:
     description: V(not_slower) keeps a variant shown to be at most O(margin_pct) slower; V(faster) also needs a level shown faster.
@@ -108,9 +100,8 @@ options:
     type: float
     default: 8.0
   min_runs:
-    description: Fewer runs than this on either side at any level make the trial inconclusive.
+    description: Deprecated and ignored; removed in 2.0.0. A trial decides by its lifetimes.
     type: int
-    default: 3
   node_history:
     description:
       - The node's history of trials, oldest first, as RV(llmops.vllm.trial_record_info#module:history) returns it.

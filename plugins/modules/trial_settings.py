@@ -43,8 +43,19 @@ options:
       - Whether the benchmark client runs on this controller, so that replay files named by
         C(vllm_switch_benchmark) must exist and parse here. Set it to V(false) when the client runs
         elsewhere.
+      - When unset, they are checked when C(vllm_switch_benchmark_client) and C(vllm_switch_benchmark_host) put the
+        client on this controller.
     type: bool
-    default: true
+  kind:
+    description:
+      - What the checked settings are for. V(switch) and V(calibrate) also return what such a run of the
+        C(llmops.vllm.vllm_switch) role is (RV(trial), RV(workloads), RV(benchmark_client), RV(node_url)), which
+        needs C(vllm_service_specs) (set by the C(llmops.vllm.vllm_service) role's validation) and a known
+        C(vllm_variant); V(none) only checks.
+    type: str
+    choices: [switch, calibrate, none]
+    default: none
+    version_added: 1.2.0
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
 attributes:
@@ -86,6 +97,32 @@ problems:
   type: list
   elements: str
   sample: ["vllm_switch_benchmark.concurrency must list at least one level, each at least 1"]
+trial:
+  description:
+    - What the switch is, for M(llmops.vllm.trial_advance)'s O(llmops.vllm.trial_advance#module:new) - the target and
+      the baseline with their specs, every unit of the model, the decision's settings, the workloads, the run's mode.
+  returned: when O(kind) is not V(none) and nothing is wrong
+  type: dict
+  version_added: 1.2.0
+workloads:
+  description: C(vllm_switch_benchmark) as the benchmark steps run it, one mapping per workload (C(name), C(options), C(slo)).
+  returned: when O(kind) is not V(none) and nothing is wrong
+  type: list
+  elements: dict
+  version_added: 1.2.0
+benchmark_client:
+  description:
+    - Where the benchmark client runs (C(delegate_to), C(client)) and the URL it reaches the server at (C(base_url)),
+      as P(llmops.vllm.benchmark_base_url#filter) works them out; null when benchmarks are off.
+  returned: when O(kind) is not V(none) and nothing is wrong
+  type: dict
+  version_added: 1.2.0
+node_url:
+  description: The server's URL as the node itself reaches it, for the readiness waits and the drain.
+  returned: when O(kind) is not V(none) and nothing is wrong
+  type: str
+  sample: http://127.0.0.1:8000
+  version_added: 1.2.0
 unknown_variables:
   description: The C(vllm_*) variables that no role or playbook of the collection reads, each with a warning.
   returned: always

@@ -242,8 +242,14 @@ unit_state:
     exec_main_status:
       description: Exit status (or signal number) of the last main process.
       type: int
+    invocation_id:
+      description:
+        - C(InvocationID), new at every start of the unit, which tells one lifetime of the server from the next;
+          V(null) before the unit's first start.
+      type: str
+      version_added: 1.2.0
   sample: {"load_state": "loaded", "active_state": "failed", "sub_state": "failed", "result": "exit-code",
-           "n_restarts": 0, "main_pid": null, "exec_main_status": 1}
+           "n_restarts": 0, "main_pid": null, "exec_main_status": 1, "invocation_id": "f0c1a4b2e6d54b3c9a7e8d1f2a3b4c5d"}
 journal:
   description:
     - The unit's last journal lines of its current run, binding-leak noise left out (a last line says how

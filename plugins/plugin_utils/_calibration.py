@@ -220,13 +220,15 @@ def cold_loads(history: Iterable[t.Any], baseline: str) -> list[float]:
 
 
 def calibrate_levels(lifetimes: Sequence[t.Any], *, warm_restart_s: Iterable[float] = (),
-                     node_history: Iterable[t.Any] = (), baseline: str = 'baseline', benchmark_s: float | None = None,
-                     history: int = 0, margin_pct: float = 8.0, keep_when: str = verdict.NOT_SLOWER,
+                     node_history: Iterable[t.Any] = (), cold_load_s: Iterable[float] | None = None,
+                     baseline: str = 'baseline', benchmark_s: float | None = None, history: int = 0,
+                     margin_pct: float = 8.0, keep_when: str = verdict.NOT_SLOWER,
                      max_lifetimes: int = 10) -> dict[str, t.Any]:
     """summarise() for every workload and level of the calibration's lifetimes; the one that varies most speaks.
 
     lifetimes are {benchmark} dicts, each benchmark one lifetime's openai_benchmark result(s). The answer also
     holds baseline_lifetimes, the lifetimes as trial records keep them for later trials (_decision.history_from_node).
+    cold_load_s, when given, are the cold loads on record; otherwise they are read from node_history (cold_loads).
     """
     if not isinstance(lifetimes, Sequence) or isinstance(lifetimes, (str, bytes)):
         raise CalibrationError(f'lifetimes must be a list, got {type(lifetimes).__name__}')
@@ -243,7 +245,7 @@ def calibrate_levels(lifetimes: Sequence[t.Any], *, warm_restart_s: Iterable[flo
         except (WorkloadError, ComparisonError) as error:
             raise CalibrationError(str(error)) from None
         kept.extend(baseline_lifetimes(lifetime.get('benchmark')))
-    cold = cold_loads(node_history, baseline)
+    cold = list(cold_load_s) if cold_load_s is not None else cold_loads(node_history, baseline)
     levels = []
     for (workload, key), runs in by_level.items():
         summary = summarise(runs, warm_restart_s=warm_restart_s, cold_load_s=cold, benchmark_s=benchmark_s,

@@ -6,7 +6,7 @@
 """How long a trial keeps the node out of service, said before anything stops.
 
 The node is dark from the baseline's first benchmark (the node leaves the load balancer for it) until the side that
-the decision keeps serves again. What fills that time is known from the trial's order (_trial_steps): stops, starts
+the decision keeps serves again. What fills that time is known from the trial's order (_trial): stops, starts
 of the model and benchmarks. Their lengths come from the node's own records where it has them: the starts that
 earlier trials timed, cold (a variant's first load in a trial) and warm (every other), and the seconds a request
 took at each workload's concurrency. A figure the node has not measured yet is assumed, and named as assumed, so
@@ -21,7 +21,7 @@ import typing as t
 from collections.abc import Iterable, Mapping, Sequence
 
 from ansible_collections.llmops.vllm.plugins.module_utils._benchmark_options import ARGUMENT_SPEC
-from ansible_collections.llmops.vllm.plugins.plugin_utils._trial_steps import MIN_LIFETIMES
+from ansible_collections.llmops.vllm.plugins.plugin_utils._lifetime_verdict import first_look
 from ansible_collections.llmops.vllm.plugins.plugin_utils._workloads import WorkloadError, workload_results
 
 # vLLM's own shutdown, then the GPUs' memory coming free: the mock's serving stops took 3 s median, 7.7 s at worst.
@@ -136,10 +136,9 @@ def plan(records: Mapping[str, Mapping[str, t.Any]], *, baseline: str, variant: 
          stream_tok_s: float | None = None, stop_s: float | None = None) -> dict[str, t.Any]:
     """The node's planned dark window for a trial of variant against baseline, in minutes, with its sources.
 
-    records maps each variant to its latest trial record on the node. max_lifetimes 0 is a trial of one lifetime a
-    side (the baseline is benchmarked as it serves); above 0, lifetimes are interleaved, from MIN_LIFETIMES a side (the
-    first look) to max_lifetimes (the last). expected_load_s stands in for starts the node never timed;
-    stream_tok_s for a speed it never measured.
+    records maps each variant to its latest trial record on the node. Lifetimes are interleaved, from the first look
+    (the second pair, or the one pair of a trial of one lifetime a side) to max_lifetimes a side (0 is read as 1).
+    expected_load_s stands in for starts the node never timed; stream_tok_s for a speed it never measured.
     """
     if not isinstance(records, Mapping):
         raise DarkWindowError(f'records must be a mapping of variant to record, got {type(records).__name__}')
@@ -181,20 +180,14 @@ def plan(records: Mapping[str, Mapping[str, t.Any]], *, baseline: str, variant: 
             (measured if was_measured else assumed).append(source)
             benchmark_s = None if seconds is None or benchmark_s is None else benchmark_s + seconds
     known = warm_s is not None and cold_s is not None and benchmark_s is not None
-    if max_lifetimes:
-        fewest, most = min(MIN_LIFETIMES, max_lifetimes), max_lifetimes
-    else:
-        fewest = most = 1
+    max_lifetimes = max(1, max_lifetimes)
+    fewest, most = first_look(max_lifetimes), max_lifetimes
 
     def dark(lifetimes: int, rolled_back: bool) -> float | None:
         if not known:
             return None
-        if max_lifetimes:
-            # Restart the baseline warm, load the variant cold, then a warm restart of each side per further pair.
-            seconds = 2 * lifetimes * (stop + benchmark_s) + warm_s + cold_s + (2 * lifetimes - 2) * warm_s
-        else:
-            # The baseline is benchmarked as it serves, then stops for the variant's cold load.
-            seconds = 2 * benchmark_s + stop + cold_s
+        # Restart the baseline warm, load the variant cold, then a warm restart of each side per further pair.
+        seconds = 2 * lifetimes * (stop + benchmark_s) + warm_s + cold_s + (2 * lifetimes - 2) * warm_s
         return seconds + (stop + warm_s if rolled_back else 0.0)
 
     least, most_s = dark(fewest, False), dark(most, True)
@@ -204,7 +197,7 @@ def plan(records: Mapping[str, Mapping[str, t.Any]], *, baseline: str, variant: 
         'lifetimes': {'fewest': fewest, 'most': most},
         # What each pair of lifetimes after the first look adds: two warm restarts, two stops, two benchmarks.
         'pair_minutes': (round(2 * (stop + warm_s + benchmark_s) / 60.0, 1)
-                         if known and max_lifetimes else None),
+                         if known and max_lifetimes > 1 else None),
         'warm_restart_s': None if warm_s is None else round(warm_s, 1),
         'cold_load_s': None if cold_s is None else round(cold_s, 1),
         'stop_s': stop,

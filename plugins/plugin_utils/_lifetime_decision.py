@@ -3,10 +3,12 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 
-"""The decision of a trial by lifetimes: keep, roll back, or measure another pair of server lifetimes.
+"""The one decision of a trial: keep, roll back, or measure another pair of server lifetimes.
 
-A trial by lifetimes benchmarks the baseline and the variant in turn, each in a fresh server lifetime, and looks
-after every pair from the second on (plugins/plugin_utils/_lifetime_verdict.look). This module turns the trial's
+A trial benchmarks the baseline and the variant in turn, each in a fresh server lifetime, and looks after every
+pair from the second on (plugins/plugin_utils/_lifetime_verdict.look), or after the first when the trial measures
+one lifetime a side (max_lifetimes 1), whose baseline spread comes from the node's history alone. decide(state)
+is the one entry point, from a trial's state (plugins/plugin_utils/_trial.py); this module turns the trial's
 benchmarks into those looks and their answers into one decision:
 
 - Each workload and concurrency level is looked at on its own, from every lifetime of the trial: the runs of a
@@ -17,6 +19,8 @@ benchmarks into those looks and their answers into one decision:
 - A level shown slower, then one stopped for futility, rolls the variant back; every level kept keeps it
   (keep_when=faster also needs one level shown faster); a trial at max_lifetimes a side that is still undecided
   rolls back as inconclusive; anything else asks for another pair.
+- The greedy answers of the first lifetime of each side pass the answer gate (_answer_gate): a variant that answers
+  otherwise is rolled back as incorrect, whatever its speed.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import typing as t
 from collections.abc import Iterable, Mapping, Sequence
 
 from ansible_collections.llmops.vllm.plugins.plugin_utils import _lifetime_verdict as verdict
+from ansible_collections.llmops.vllm.plugins.plugin_utils._answer_gate import AnswerGateError, answer_gate
 from ansible_collections.llmops.vllm.plugins.plugin_utils._comparison import ComparisonError, benchmark_levels, by_concurrency
 from ansible_collections.llmops.vllm.plugins.plugin_utils._decision import (
     FASTER,
@@ -35,12 +40,15 @@ from ansible_collections.llmops.vllm.plugins.plugin_utils._decision import (
     ROLL_BACK,
     SLOWER,
     DecisionError,
+    baseline_lifetimes,
     decide_workloads,
+    kv_cache_room,
     runs_of,
+    with_correctness,
 )
-from ansible_collections.llmops.vllm.plugins.plugin_utils._trial_steps import SIDES
 from ansible_collections.llmops.vllm.plugins.plugin_utils._workloads import WorkloadError, workload_results
 
+SIDES = ('baseline', 'variant')
 ANOTHER_PAIR = verdict.ANOTHER_PAIR
 FUTILITY = 'futility'
 # The outcomes of the latest pair's checks that end a trial whatever the lifetimes would show.
@@ -148,8 +156,8 @@ def decide_by_lifetimes(lifetimes: Sequence[Mapping[str, t.Any]], history: Itera
     """
     if not isinstance(lifetimes, Sequence) or isinstance(lifetimes, (str, bytes)):
         raise DecisionError(f'lifetimes must be a list, got {type(lifetimes).__name__}')
-    if isinstance(max_lifetimes, bool) or not isinstance(max_lifetimes, int) or max_lifetimes < verdict.MIN_LIFETIMES:
-        raise DecisionError(f'max_lifetimes must be a whole number of at least {verdict.MIN_LIFETIMES}, got {max_lifetimes!r}')
+    if isinstance(max_lifetimes, bool) or not isinstance(max_lifetimes, int) or max_lifetimes < 1:
+        raise DecisionError(f'max_lifetimes must be a whole number of at least 1, got {max_lifetimes!r}')
     sides = _lifetime_runs(lifetimes)
     if not sides['baseline'] or not sides['variant']:
         raise DecisionError('a trial by lifetimes needs a lifetime of each side before a decision')
@@ -159,9 +167,10 @@ def decide_by_lifetimes(lifetimes: Sequence[Mapping[str, t.Any]], history: Itera
                               accept_foreign_traffic=accept_foreign_traffic)
     failed = checks['failed_requests']['variant'] or checks['failed_requests']['baseline']
     contaminated = checks['contaminated'] and not accept_foreign_traffic
-    answer = dict(checks, min_runs=1, max_lifetimes=max_lifetimes,
-                  pairs=min(len(sides['baseline']), len(sides['variant'])),
-                  look=max(0, min(len(sides['baseline']), len(sides['variant'])) - 1))
+    pairs = min(len(sides['baseline']), len(sides['variant']))
+    # The looks begin with the second pair; with one lifetime a side, the first pair is the one look.
+    answer = dict(checks, min_runs=1, max_lifetimes=max_lifetimes, pairs=pairs,
+                  look=max(0, pairs - verdict.first_look(max_lifetimes) + 1))
     shared = [key for key in sides['variant'][0]['levels']
               if all(key in lifetime['levels'] for side in SIDES for lifetime in sides[side])]
     if not shared:
@@ -212,13 +221,17 @@ def report_lines(answer: Mapping[str, t.Any], dark_seconds: float | None = None,
         where = 'unlimited' if look['max_concurrency'] is None else look['max_concurrency']
         if look['change_pct'] is None:
             figures = 'too few lifetimes for a look'
+        elif look['low_pct'] is None:
+            figures = f'{look["change_pct"]:+.1f}%, no interval (nothing shows how much lifetimes differ)'
         else:
             figures = (f'{look["change_pct"]:+.1f}%, {round(100 * look["confidence"])}% interval '
                        f'{look["low_pct"]:+.1f}% to {look["high_pct"]:+.1f}% (df {look["df"]:.1f}, '
                        f'{look["history_lifetimes"]} stored)')
         lines.append(f'workload {look["workload"]} at concurrency {where}: {figures}; rule {look["rule"]}')
-    when = (f'look {answer.get("look")} after {answer.get("pairs")} pairs' if answer.get('look')
-            else 'after the first pair (the looks begin with the second)')
+    if answer.get('look'):
+        when = f'look {answer.get("look")} after {answer.get("pairs")} pair{"" if answer.get("pairs") == 1 else "s"}'
+    else:
+        when = 'after the first pair (the looks begin with the second)'
     lines.append(f'{when}: {answer.get("decision")} ({answer.get("outcome")}): {answer.get("reason")}')
     if answer.get('unstable'):
         lines.append('the variant is unstable between starts: its lifetimes spread at least twice as much as the baseline\'s')
@@ -230,3 +243,50 @@ def report_lines(answer: Mapping[str, t.Any], dark_seconds: float | None = None,
         cost += f'; one more pair costs about {_minutes(pair_seconds)}'
     lines.append(cost)
     return lines
+
+
+def decide(state: Mapping[str, t.Any]) -> dict[str, t.Any]:
+    """The decision of a trial from its state, after its latest pair of lifetimes: the one rule that keeps a variant.
+
+    state is a trial's state (_trial.py) or a mapping with the same keys: ``lifetimes`` ({side, benchmark,
+    uptime_s}, in the order measured), ``history`` (the baseline's stored lifetimes, _decision.history_from_node),
+    ``settings`` (keep_when, margin_pct, max_lifetimes, slo, workloads with their own slo,
+    accept_foreign_traffic, answer_tolerance), ``answers`` (the greedy answers of each side's first lifetime, or
+    none), ``starts`` (what each start showed of its KV cache), the names ``variant`` and ``baseline``, and
+    ``identities`` (each side's sha256 and unit_checksum). Returns decide_by_lifetimes' answer with correctness
+    (an incorrect variant rolls back whatever its speed), kv_cache, baseline_lifetimes (this trial's, which its
+    record keeps for later trials) and what the decision is about (model, host, variant, baseline, identity).
+    """
+    settings = state.get('settings') or {}
+    lifetimes = list(state.get('lifetimes') or [])
+    workload_slo = {item['name']: item.get('slo') for item in settings.get('workloads') or []
+                    if isinstance(item, Mapping) and item.get('name')}
+    answer = decide_by_lifetimes(lifetimes, history=state.get('history') or [],
+                                 keep_when=settings.get('keep_when', NOT_SLOWER),
+                                 margin_pct=float(settings.get('margin_pct', 8.0)),
+                                 max_lifetimes=int(settings.get('max_lifetimes', 10)), slo=settings.get('slo'),
+                                 workload_slo=workload_slo or settings.get('workload_slo'),
+                                 accept_foreign_traffic=bool(settings.get('accept_foreign_traffic')))
+    latest_variant = next(item['benchmark'] for item in reversed(lifetimes) if item['side'] == 'variant')
+    answer['kv_cache'] = kv_cache_room(latest_variant, state.get('starts') or [], state['variant'], state['baseline'])
+    answers = state.get('answers') or {}
+    gate = None
+    if answers.get('variant') is not None or answers.get('baseline') is not None:
+        if answers.get('variant') is None or answers.get('baseline') is None:
+            raise DecisionError('the answers of both sides go together: give both or neither')
+        try:
+            gate = answer_gate(answers['variant'], answers['baseline'], settings.get('answer_tolerance', 0.25))
+        except AnswerGateError as error:
+            raise DecisionError(str(error)) from None
+    answer = with_correctness(answer, gate)
+    identities = state.get('identities') or {}
+    baseline_identity = identities.get('baseline') or {}
+    variant_identity = identities.get('variant') or {}
+    answer['baseline_lifetimes'] = [
+        measured for item in lifetimes if item['side'] == 'baseline'
+        for measured in baseline_lifetimes(item['benchmark'], unit_checksum=baseline_identity.get('unit_checksum'),
+                                           identity=baseline_identity.get('sha256'))]
+    answer.update(host=state.get('host'), model=state.get('model'), variant=state['variant'],
+                  baseline=state['baseline'], unit_checksum=variant_identity.get('unit_checksum'),
+                  identity=variant_identity.get('sha256'))
+    return answer

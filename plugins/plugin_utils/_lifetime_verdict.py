@@ -30,7 +30,9 @@ With d the change in percent, [L, U] its interval and m the margin, the rules, i
 - another pair: otherwise.
 
 No rule fires before each side has min_lifetimes (2) lifetimes: a single lifetime shows nothing of the spread
-between lifetimes, and an interval within one lifetime never decides.
+between lifetimes, and an interval within one lifetime never decides. A trial of one lifetime a side
+(max_lifetimes 1) has its one look after the first pair, with the baseline's spread taken from its stored lifetimes
+alone; without any stored lifetime nothing shows how much lifetimes differ, and it rolls back as inconclusive.
 """
 
 from __future__ import annotations
@@ -112,12 +114,18 @@ def outliers(figures: Sequence[float]) -> list[int]:
     return [index for index, value in enumerate(figures) if 0.6745 * abs(value - median) / deviation > OUTLIER_SCORE]
 
 
+def first_look(max_lifetimes: int) -> int:
+    """The pair after which a trial looks first: the second, or the one pair of a trial of one lifetime a side."""
+    return 1 if max_lifetimes == 1 else MIN_LIFETIMES
+
+
 def _interval(baseline: Sequence[float], variant: Sequence[float], history: Sequence[float],
               confidence: float) -> dict[str, float]:
     """The change (log scale), its half-width and degrees of freedom, and each side's spread."""
     pooled = list(baseline) + list(history)
     var_b = statistics.variance(pooled)
-    var_v = statistics.variance(variant)
+    # One lifetime of the variant shows nothing of its own spread: it is taken as the baseline's.
+    var_v = statistics.variance(variant) if len(variant) > 1 else var_b
     n, m = len(baseline), len(variant)
     # Two or three lifetimes of the variant that happen to lie close together must not narrow the interval
     # below what the baseline's starts vary: the variant runs on the same node with more moving parts.
@@ -125,10 +133,14 @@ def _interval(baseline: Sequence[float], variant: Sequence[float], history: Sequ
     variance = part_b + part_v
     change = statistics.fmean(variant) - statistics.fmean(baseline)
     if variance <= 0:
-        return dict(change=change, half_width=0.0, keep_half_width=0.0, df=float(len(pooled) - 1 + m - 1),
+        return dict(change=change, half_width=0.0, keep_half_width=0.0, df=float(len(pooled) - 1 + max(m - 1, 0)),
                     sd_b=0.0, sd_v=0.0)
-    denominator = (part_b ** 2) / (len(pooled) - 1) + (part_v ** 2) / (m - 1)
-    df = variance ** 2 / denominator if denominator > 0 else float(len(pooled) - 1 + m - 1)
+    if m < 2:
+        # Both parts come from the baseline's spread, estimated from the pooled lifetimes alone.
+        df = float(len(pooled) - 1)
+    else:
+        denominator = (part_b ** 2) / (len(pooled) - 1) + (part_v ** 2) / (m - 1)
+        df = variance ** 2 / denominator if denominator > 0 else float(len(pooled) - 1 + m - 1)
     return dict(change=change, half_width=_t(df, confidence) * math.sqrt(variance),
                 keep_half_width=_t(df, max(confidence, KEEP_CONFIDENCE)) * math.sqrt(variance), df=df,
                 sd_b=math.sqrt(var_b), sd_v=math.sqrt(var_v))
@@ -142,7 +154,7 @@ def pairs_to_decide(baseline: Sequence[float], variant: Sequence[float], history
     None when no number of pairs would: the change sits between the two bounds that decide (for example a
     change of -3% against a margin of 8% with keep_when=faster).
     """
-    if len(baseline) < MIN_LIFETIMES or len(variant) < MIN_LIFETIMES:
+    if len(baseline) + len(history) < 2 or not variant:
         return None
     now = _interval(baseline, variant, history, confidence)
     change, margin = now['change'], _log_margin(margin_pct)
@@ -156,7 +168,7 @@ def pairs_to_decide(baseline: Sequence[float], variant: Sequence[float], history
         variance = part_b + part_v
         if variance <= 0:
             return more
-        denominator = part_b ** 2 / (pooled + more - 1) + part_v ** 2 / (m + more - 1)
+        denominator = part_b ** 2 / (pooled + more - 1) + part_v ** 2 / max(m + more - 1, 1)
         df = variance ** 2 / denominator if denominator > 0 else float(pooled + m + 2 * more - 2)
         level = max(confidence, KEEP_CONFIDENCE) if wins else confidence
         half_width = _t(df, level) * math.sqrt(variance)
@@ -179,8 +191,8 @@ def look(baseline_runs: Sequence[Sequence[float]], variant_runs: Sequence[Sequen
         raise LifetimeVerdictError(f'keep_when must be one of {", ".join(KEEP_WHEN)}, got {keep_when!r}')
     if not 0 < margin_pct < 100:
         raise LifetimeVerdictError(f'margin_pct must lie between 0 and 100, got {margin_pct!r}')
-    if not isinstance(max_lifetimes, int) or max_lifetimes < MIN_LIFETIMES:
-        raise LifetimeVerdictError(f'max_lifetimes must be a whole number of at least {MIN_LIFETIMES}, got {max_lifetimes!r}')
+    if isinstance(max_lifetimes, bool) or not isinstance(max_lifetimes, int) or max_lifetimes < 1:
+        raise LifetimeVerdictError(f'max_lifetimes must be a whole number of at least 1, got {max_lifetimes!r}')
     baseline = [lifetime_figure(runs) for runs in baseline_runs]
     variant = [lifetime_figure(runs) for runs in variant_runs]
     stored = [float(value) for value in history]
@@ -190,10 +202,20 @@ def look(baseline_runs: Sequence[Sequence[float]], variant_runs: Sequence[Sequen
                                     keep_low_pct=None, df=None,
                                     outliers={'baseline': outliers(baseline), 'variant': outliers(variant)},
                                     unstable=False, pairs_to_decide=None)
-    if len(baseline) < MIN_LIFETIMES or len(variant) < MIN_LIFETIMES:
+    fewest = first_look(max_lifetimes)
+    if len(baseline) < fewest or len(variant) < fewest:
         answer.update(action=ANOTHER_PAIR, rule='too_few',
                       reason=f'{len(baseline)} baseline and {len(variant)} variant lifetime(s): at least '
-                             f'{MIN_LIFETIMES} a side before any look')
+                             f'{fewest} a side before any look')
+        return answer
+    if len(baseline) + len(stored) < 2:
+        # One lifetime a side and no stored lifetime of the baseline: nothing shows how much starts differ.
+        answer.update(action=ROLL_BACK, rule='inconclusive', pairs_to_decide=None,
+                      reason='inconclusive after one lifetime a side: the node\'s history holds no earlier lifetime of '
+                             'this baseline, so nothing shows how much its lifetimes differ; calibrate the node '
+                             '(ansible-playbook llmops.vllm.calibrate) or measure at least 2 lifetimes a side '
+                             '(vllm_switch_max_lifetimes)',
+                      change_pct=round(_percent(statistics.fmean(variant) - statistics.fmean(baseline)), 2))
         return answer
     figures = _interval(baseline, variant, stored, confidence)
     change, half_width, margin = figures['change'], figures['half_width'], _log_margin(margin_pct)

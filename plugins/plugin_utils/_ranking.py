@@ -67,6 +67,17 @@ def _sort_key(row: Mapping[str, t.Any]) -> tuple:
             row['variant'])
 
 
+def compared_records(records: t.Any, variants: Iterable[str]) -> list[dict[str, t.Any]]:
+    """The record of each compared variant, in the order compared, from the node's records by variant.
+
+    A variant without a record failed before its trial could write one (its checks refused it, for example).
+    """
+    if not isinstance(records, Mapping):
+        raise RankingError(f'the records must map each variant to its record, got {type(records).__name__}')
+    return [dict(records.get(name) or {'variant': name, 'outcome': 'failed', 'reason': 'no trial record was written'})
+            for name in variants]
+
+
 def rank_variants(records: Iterable[Mapping[str, t.Any]], baseline: str) -> dict[str, t.Any]:
     """The compared variants best first, the one to serve (a kept variant, or the baseline), and a table."""
     rows = [ranking_row(record) for record in records]

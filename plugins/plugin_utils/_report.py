@@ -85,7 +85,9 @@ def recorded_starts(trials: Iterable[t.Any]) -> dict[tuple[str, str], list[dict[
 def rule_summary(baseline_variant: str) -> str:
     return (f"Baseline variant '{baseline_variant}'. A variant's verdict is the decision of the trial that measured"
             " it; a result that no trial decided is undecided. Changes are in percent of the baseline measured in the"
-            " same run, or else the latest one before it.")
+            " same run, or else the latest one before it. A decided variant's output tok/s change is the decision's own,"
+            " over every pair of lifetimes it looked at; every other change is of the last lifetime of each side alone"
+            " (one pair).")
 
 
 def text_table(groups: Mapping[tuple[str, str], list[ComparisonRow]], baseline_variant: str,
@@ -398,6 +400,10 @@ def _row_cells(row: ComparisonRow, baseline_variant: str, describe_baseline: t.C
         verdict += ' (task failed)'
     deltas = (None, None, None) if row.change is None else (
         row.change.delta_pct, row.change.tpot_delta_pct, row.change.ttft_delta_pct)
+    throughput_delta = _delta_text(deltas[0])
+    decided = _decided_change(decision, record.workload, record.max_concurrency)
+    if decided is not None and record.variant != baseline_variant:
+        throughput_delta = '%s (%d %s)' % (_delta_text(decided[0]), decided[1], 'pair' if decided[1] == 1 else 'pairs')
     tpot = tuple(_number_text(metrics.get(f'{stat}_tpot_ms'), 2) for stat in percentiles)
     ttft = tuple(_number_text(metrics.get(f'{stat}_ttft_ms'), 1) for stat in percentiles)
     return (
@@ -405,7 +411,7 @@ def _row_cells(row: ComparisonRow, baseline_variant: str, describe_baseline: t.C
         record.workload,
         _concurrency_text(record.max_concurrency),
         _throughput_text(metrics),
-        _delta_text(deltas[0]),
+        throughput_delta,
         _number_text(metrics.get('median_tpot_ms'), 2),
         *tpot,
         _delta_text(deltas[1]),
@@ -416,6 +422,18 @@ def _row_cells(row: ComparisonRow, baseline_variant: str, describe_baseline: t.C
         verdict,
         describe_baseline(row),
     )
+
+
+def _decided_change(decision: Mapping[str, t.Any] | None, workload: str, concurrency: t.Any) -> tuple[float, int] | None:
+    """The decision's own change of a level in output tok/s and the pairs of lifetimes it rests on, or None."""
+    if not isinstance(decision, Mapping):
+        return None
+    for look in decision.get('looks') or ():
+        if (isinstance(look, Mapping) and look.get('change_pct') is not None
+                and (look.get('workload') or 'default') == (workload or 'default')
+                and look.get('max_concurrency') == concurrency):
+            return float(look['change_pct']), int(decision.get('pairs') or 1)
+    return None
 
 
 def _decisions_of(rows: Iterable[ComparisonRow], decisions: Mapping[tuple[str, str, str, str], Mapping[str, t.Any]]):

@@ -39,8 +39,9 @@ from ansible_collections.llmops.vllm.plugins.plugin_utils._decision import (
     check_slo,
     merged_slo,
 )
+from ansible_collections.llmops.vllm.plugins.plugin_utils._benchmark_client import BenchmarkClientError, benchmark_endpoint
 from ansible_collections.llmops.vllm.plugins.plugin_utils._calibration import CALIBRATION_LIFETIMES
-from ansible_collections.llmops.vllm.plugins.plugin_utils._trial_steps import MAX_LIFETIMES, MIN_LIFETIMES
+from ansible_collections.llmops.vllm.plugins.plugin_utils._trial import MAX_LIFETIMES, MIN_LIFETIMES
 from ansible_collections.llmops.vllm.plugins.plugin_utils._workloads import WorkloadError, benchmark_workloads
 
 # The hooks of a switch and what each key of one means: a command (argv) or an HTTP call (url and the rest).
@@ -77,6 +78,7 @@ def trial_setting_problems(settings: Mapping[str, t.Any], check_replay_files: bo
     problems.extend(constraint_problems(settings.get('vllm_pip_constraints')))
     problems.extend(_tls_problems(settings))
     problems.extend(preflight_problems(settings.get('vllm_switch_preflight_downgrade')))
+    problems.extend(_prefetch_problems(settings))
     return problems
 
 
@@ -129,16 +131,139 @@ def _answer_check_problems(settings):
         value = _integer(settings.get(name, 1))
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             problems.append('%s must be a whole number of at least 1, got %r' % (name, value))
-    lifetimes = _integer(settings.get('vllm_switch_max_lifetimes', 0))
+    lifetimes = _integer(settings.get('vllm_switch_max_lifetimes', 1))
     if isinstance(lifetimes, bool) or not isinstance(lifetimes, int) or not (
             lifetimes == 0 or MIN_LIFETIMES <= lifetimes <= MAX_LIFETIMES):
-        problems.append('vllm_switch_max_lifetimes must be 0 (one lifetime a side) or a whole number from %d to %d, '
-                        'got %r' % (MIN_LIFETIMES, MAX_LIFETIMES, lifetimes))
+        problems.append('vllm_switch_max_lifetimes must be a whole number from %d (one lifetime a side) to %d, got %r'
+                        % (MIN_LIFETIMES, MAX_LIFETIMES, lifetimes))
     calibration = _integer(settings.get('vllm_switch_calibration_lifetimes', CALIBRATION_LIFETIMES))
     if isinstance(calibration, bool) or not isinstance(calibration, int) or calibration < CALIBRATION_LIFETIMES:
         problems.append('vllm_switch_calibration_lifetimes must be a whole number of at least %d (fewer cannot tell '
                         'bimodal starts from spread ones), got %r' % (CALIBRATION_LIFETIMES, calibration))
     return problems
+
+
+def _prefetch_problems(settings):
+    if not _truthy(settings.get('vllm_switch_prefetch_weights', True)):
+        return []
+    problems = []
+    reserve = _integer(settings.get('vllm_switch_prefetch_reserve_mib', 0))
+    if isinstance(reserve, bool) or not isinstance(reserve, int) or reserve < 0:
+        problems.append('vllm_switch_prefetch_reserve_mib: must be 0 or more MiB, got %r' % (reserve,))
+    timeout = _integer(settings.get('vllm_switch_prefetch_timeout', 1))
+    if isinstance(timeout, bool) or not isinstance(timeout, int) or timeout < 1:
+        problems.append('vllm_switch_prefetch_timeout: must be at least 1 second, got %r' % (timeout,))
+    return problems
+
+
+# Settings that a trial no longer reads: what each was, and what took its place.
+DEPRECATED = {
+    'vllm_switch_min_runs': 'a trial measures server lifetimes, each benchmarked vllm_switch_lifetime_runs times',
+    'vllm_switch_early_stop': 'a trial stops a losing variant by its futility rule after a pair of lifetimes',
+}
+
+
+def deprecated_settings(settings: Mapping[str, t.Any]) -> list[dict[str, str]]:
+    """Ansible's deprecation entries for the settings given that a trial no longer reads, or reads another way."""
+    found = [{'msg': f'{name} is ignored: {why}', 'version': '2.0.0', 'collection_name': 'llmops.vllm'}
+             for name, why in DEPRECATED.items() if name in settings]
+    if _integer(settings.get('vllm_switch_max_lifetimes')) == 0:
+        found.append({'msg': 'vllm_switch_max_lifetimes: 0 is read as 1, one lifetime a side (whose baseline spread '
+                             'comes from the node\'s history); set 1', 'version': '2.0.0',
+                      'collection_name': 'llmops.vllm'})
+    return found
+
+
+def benchmark_client(settings: Mapping[str, t.Any], host: str, *, node_address: t.Any = None,
+                     connection: t.Any = None) -> dict[str, str]:
+    """Where the benchmark client runs and the URL it reaches the server at (_benchmark_client.benchmark_endpoint)."""
+    return benchmark_endpoint(
+        settings.get('vllm_host'), settings.get('vllm_port'), host, node_address=node_address,
+        client=settings.get('vllm_switch_benchmark_client', 'controller'), connection=connection,
+        controller_host=settings.get('vllm_switch_benchmark_host', 'localhost'),
+        tls=_truthy(settings.get('vllm_switch_tls', False)),
+        sends_api_key='VLLM_API_KEY' in (settings.get('vllm_secret_environment') or {}))
+
+
+def replay_files_here(settings: Mapping[str, t.Any], host: str, *, node_address: t.Any = None,
+                      connection: t.Any = None) -> bool:
+    """Whether the benchmark client runs on this controller, where its replay files must then exist and parse."""
+    try:
+        client = benchmark_client(settings, host, node_address=node_address, connection=connection)
+    except BenchmarkClientError:
+        # Said by trial_document with the rest; the files are checked as if the client ran here.
+        return True
+    return client['delegate_to'] in ('localhost', '127.0.0.1')
+
+
+def trial_document(settings: Mapping[str, t.Any], *, host: str, kind: str = 'switch', check_mode: bool = False,
+                   node_address: t.Any = None, connection: t.Any = None) -> tuple[dict[str, t.Any], list[str]]:
+    """What a switch of ``host`` is, from its checked vllm_* variables: (document, problems).
+
+    The document holds ``trial`` (the settings that llmops.vllm.trial_advance starts the switch with, _trial.new),
+    ``workloads`` (vllm_switch_benchmark as the benchmark steps run it), ``benchmark_client`` (where the benchmark
+    client runs and the URL it reaches the server at) and ``node_url`` (the server's URL as the node itself reaches
+    it, for the readiness waits). ``settings`` must hold vllm_service_specs, which the vllm_service role's validation
+    sets; problems name the variable and the rule.
+    """
+    problems: list[str] = []
+    specs = settings.get('vllm_service_specs')
+    if not isinstance(specs, Mapping) or not specs:
+        return {}, ['vllm_service_specs: not set; the llmops.vllm.vllm_service role resolves the variants first']
+    baseline = str(settings.get('vllm_baseline_variant') or 'baseline')
+    variant = str(settings.get('vllm_variant') or baseline)
+    if variant not in specs:
+        problems.append("vllm_variant: unknown variant '%s'; known variants: %s" % (variant, ', '.join(sorted(specs))))
+    if baseline not in specs:
+        problems.append("vllm_baseline_variant: unknown variant '%s'; known variants: %s"
+                        % (baseline, ', '.join(sorted(specs))))
+    enabled = _truthy(settings.get('vllm_switch_benchmark_enabled', True))
+    runs = settings.get('vllm_switch_calibration_runs' if kind == 'calibrate' else 'vllm_switch_lifetime_runs', 1)
+    workloads = []
+    if enabled or kind == 'calibrate':
+        try:
+            workloads = benchmark_workloads(settings.get('vllm_switch_benchmark') or {}, default_repeats=_integer(runs))
+        except WorkloadError as error:
+            problems.append(str(error))
+    model = settings.get('vllm_model') or {}
+    client = node_url = None
+    try:
+        node_url = benchmark_endpoint(settings.get('vllm_host'), settings.get('vllm_port'), host, client='node',
+                                      tls=_truthy(settings.get('vllm_switch_tls', False)))['base_url']
+        if enabled or kind == 'calibrate':
+            client = benchmark_client(settings, host, node_address=node_address, connection=connection)
+    except BenchmarkClientError as error:
+        problems.append(str(error))
+    if problems:
+        return {}, problems
+    lifetimes = _integer(settings.get('vllm_switch_max_lifetimes', 10))
+    trial = {
+        'kind': kind, 'host': host, 'model': model.get('name'), 'variant': variant, 'baseline': baseline,
+        'sides': {'baseline': specs[baseline], 'variant': specs[variant]},
+        'units': {name: spec['unit_name'] for name, spec in specs.items()},
+        'versions': {name: spec.get('vllm_version') for name, spec in specs.items()},
+        'max_lifetimes': max(MIN_LIFETIMES, lifetimes),
+        'keep_when': settings.get('vllm_switch_keep_when', 'not_slower'),
+        'margin_pct': float(settings.get('vllm_switch_margin_pct', 8.0)),
+        'slo': settings.get('vllm_switch_slo') or {},
+        'workloads': workloads,
+        'benchmark': enabled,
+        'check_mode': bool(check_mode),
+        'answer_check': _truthy(settings.get('vllm_switch_answer_check', True)) and kind != 'calibrate',
+        'answer_tolerance': float(settings.get('vllm_switch_answer_tolerance', 0.25)),
+        'accept_foreign_traffic': _truthy(settings.get('vllm_switch_accept_foreign_traffic', False)),
+        'force': _truthy(settings.get('vllm_switch_force', False)),
+        'unblock': _truthy(settings.get('vllm_switch_unblock', False)),
+        'block_rolled_back': _truthy(settings.get('vllm_switch_block_rolled_back', False)),
+        'decided_serves': settings.get('vllm_switch_decided_serves', 'baseline'),
+        'kept_reason': settings.get('vllm_switch_kept_reason'),
+        'fail_on_rollback': _truthy(settings.get('vllm_switch_fail_on_rollback', False)),
+        'calibration_lifetimes': _integer(settings.get('vllm_switch_calibration_lifetimes', CALIBRATION_LIFETIMES)),
+        'vllm_version': settings.get('vllm_version'),
+        'expected_load_s': settings.get('vllm_expected_load_seconds'),
+        'stream_tok_s': settings.get('vllm_switch_expected_stream_tok_s'),
+    }
+    return {'trial': trial, 'workloads': workloads, 'benchmark_client': client, 'node_url': node_url}, []
 
 
 def _integer(value):

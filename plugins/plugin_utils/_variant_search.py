@@ -445,7 +445,7 @@ def search_step(points: list[Mapping[str, t.Any]], records: Iterable[Mapping[str
                 min_error_pct: float = DEFAULT_MIN_ERROR_PCT) -> dict[str, t.Any]:
     """Which point to load next, or that the search is done, and the best point so far, with the reasons.
 
-    records are trial records (roles/vllm_switch record.yml); a record counts as a measurement of its
+    records are trial records (as plugins/plugin_utils/_trial.py builds them); a record counts as a measurement of its
     point when its trial was decided with figures (outcome kept or rolled_back, with decision levels).
     A record of another declared variant (``declared``: name -> spec) whose speculative_config equals a
     point's counts for that point at no load cost. Later records of a variant replace earlier ones.
@@ -557,7 +557,19 @@ def search_step(points: list[Mapping[str, t.Any]], records: Iterable[Mapping[str
         'reason': reason,
     }
     answer['summary'] = _summary(answer, measured, best_item)
+    answer['next_prediction'] = _prediction_line(next_name, predictions)
     return answer
+
+
+def _prediction_line(name, predictions):
+    """What the search predicts for the point it names next, and from what, in one line (None when it names none)."""
+    if name is None:
+        return None
+    prediction = predictions.get(name) or {}
+    if prediction.get('predicted_throughput') is None:
+        return '%s: nothing predicts it yet (%s)' % (name, prediction.get('basis') or 'no basis given')
+    return '%s: predicted %.0f tok/s (band %.0f%%) from %s' % (
+        name, prediction['predicted_throughput'], prediction.get('band_pct') or 0, prediction.get('basis'))
 
 
 def _summary(answer, measured, best_item):

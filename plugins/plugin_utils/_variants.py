@@ -84,6 +84,12 @@ SECRET_NAME = re.compile(r"(?:^|_)(?:TOKEN|KEY|APIKEY)$|PASSWORD|PASSWD|SECRET|C
 # POSIX portable user and group names, as useradd accepts them by default.
 ACCOUNT_NAME = re.compile(r"[a-z_][a-z0-9_-]{0,31}\Z")
 
+# How long systemd waits before restarting a unit that failed (RestartSec=).
+RESTART_SEC = 30
+# A server that crashes late in its load restarts about once per load time: the restart-rate window must span
+# this many loads (and their waits) for the burst limit to ever stop a crash loop.
+START_LIMIT_BURST = 3
+
 
 class VariantError(ValueError):
     """Settings that cannot be turned into a working unit; problems lists every reason."""
@@ -305,7 +311,7 @@ class _Settings:
     """The role variables every variant shares, checked once."""
 
     def __init__(self, problems, model, serve_args, environment, baseline, host, port, gpu_count, venv, version,
-                 config_dir, state_dir, venv_root=None, baseline_unit=None):
+                 config_dir, state_dir, venv_root=None, baseline_unit=None, expected_load_seconds=None):
         model = _check_mapping(problems, "vllm_model", model)
         for key in sorted(set(model) - set(MODEL_KEYS), key=str):
             problems.append("vllm_model.%s: unknown key (known: %s)" % (key, ", ".join(MODEL_KEYS)))
@@ -360,6 +366,12 @@ class _Settings:
             problems.append("vllm_version: required, the vLLM release the rules are checked against")
         else:
             self.version = _check_version(problems, "vllm_version", version)
+        self.timing = None
+        if _is_int(expected_load_seconds):
+            self.timing = unit_timing(expected_load_seconds)
+        else:
+            problems.append("vllm_expected_load_seconds: must be a whole number of seconds, got %r"
+                            % (expected_load_seconds,))
         # An adopted hand-made unit stays the baseline under its own name (playbooks/adopt.yml).
         self.baseline_unit = baseline_unit
         if baseline_unit is not None:
@@ -372,6 +384,22 @@ class _Settings:
         if variant == self.baseline and self.baseline_unit is not None:
             return self.baseline_unit
         return "vllm-%s-%s.service" % (self.model_name, variant)
+
+
+def unit_timing(expected_load_seconds):
+    """The start, restart and restart-rate settings of every unit, from the time the model takes to load.
+
+    vLLM sends no readiness notification, so with Type=exec the start job ends at exec and TimeoutStartSec=
+    bounds only what precedes it: the expected load time plus half again, rounded up. The restart-rate window
+    (StartLimitIntervalSec=) spans START_LIMIT_BURST loads, each followed by the wait before its restart.
+    """
+    timeout_start_sec = (expected_load_seconds * 3 + 1) // 2
+    return {
+        "timeout_start_sec": timeout_start_sec,
+        "restart_sec": RESTART_SEC,
+        "start_limit_burst": START_LIMIT_BURST,
+        "start_limit_interval_sec": START_LIMIT_BURST * (timeout_start_sec + RESTART_SEC),
+    }
 
 
 def _check_version(problems, where, version):
@@ -554,6 +582,7 @@ def _resolve_one(problems, settings, name, overrides):
         "environment": dict((key, _text(value)) for key, value in environment.items() if value is not None),
         "argv": argv,
         "exec_start": format_exec_command(argv),
+        **settings.timing,
     }
 
 
@@ -696,7 +725,8 @@ def resolve_variants(variants, settings):
     settings_checked = _Settings(problems, model, settings["serve_args"], settings["environment"], baseline,
                                  settings["host"], settings["port"], settings["gpu_count"], settings["venv"],
                                  settings["version"], settings["config_dir"], settings["state_dir"],
-                                 settings["venv_root"], settings.get("baseline_unit_name"))
+                                 settings["venv_root"], settings.get("baseline_unit_name"),
+                                 settings["expected_load_seconds"])
     secret_environment_names = settings["secret_environment_names"]
     # Only the names come this way, so no message can ever show a secret value.
     for name in secret_environment_names or ():

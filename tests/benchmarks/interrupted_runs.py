@@ -42,19 +42,22 @@ from playbook_stream import PlaybookStream  # noqa: E402  pylint: disable=wrong-
 
 MODEL = "tiny-llama"
 RUN_TIMEOUT = 900.0
-# A small benchmark keeps each trial short; min_runs needs three repeats a side.
+# A small benchmark and two lifetimes a side keep each trial short.
 SMALL_BENCHMARK = {"vllm_switch_benchmark": {"prompt_set": "code_editing", "num_prompts": 8, "concurrency": [4],
-                                             "max_tokens": 64, "warmup_requests": 1, "repeats": 3}}
+                                             "max_tokens": 64, "warmup_requests": 1},
+                   "vllm_switch_max_lifetimes": 2}
 SLO_NO_SERVER_MEETS = {"vllm_switch_slo": {"p99_ttft_ms": 1}}
 
 # kill point -> (the task line that starts the phase, which occurrence of it, seconds to wait after it,
-#                extra variables of the run)
+#                extra variables of the run). The unit role's start runs for every serve step: the baseline
+# confirmed, then restarted for its first lifetime, then the variant's load, then the rollback's start.
 KILL_POINTS = {
-    "stop": ("TASK [llmops.vllm.vllm_switch : Stop the model's other units]", 1, 0.5, {}),
-    "gpu_wait": ("TASK [llmops.vllm.vllm_switch : Wait until the GPUs' memory is free]", 1, 0.2, {}),
-    "load": ("TASK [llmops.vllm.vllm_switch : Start the target unit]", 1, 6.0, {}),
-    "benchmark": ("TASK [llmops.vllm.vllm_switch : Benchmark ngram]", 1, 4.0, {}),
-    "rollback": ("TASK [llmops.vllm.vllm_switch : Start the target unit]", 2, 3.0, SLO_NO_SERVER_MEETS),
+    "stop": ("TASK [llmops.vllm.vllm_unit : Stop the units that must not serve]", 1, 0.5, {}),
+    "gpu_wait": ("TASK [llmops.vllm.vllm_unit : Wait until the GPUs' memory is free]", 2, 0.2, {}),
+    "load": ("TASK [llmops.vllm.vllm_unit : Start the unit]", 3, 6.0, {}),
+    "benchmark": ("TASK [llmops.vllm.vllm_switch : Start in the background the benchmark of workload default]", 2, 4.0,
+                  {}),
+    "rollback": ("TASK [llmops.vllm.vllm_unit : Start the unit]", 4, 3.0, SLO_NO_SERVER_MEETS),
 }
 
 

@@ -41,21 +41,23 @@ def documented_defaults(role):
 
 
 def test_every_role_is_checked():
-    assert ROLES == ["vllm_experiment", "vllm_service", "vllm_switch", "vllm_unit"]
+    assert ROLES == ["vllm_experiment", "vllm_node", "vllm_service", "vllm_switch", "vllm_unit"]
 
 
-def test_a_variable_that_several_roles_default_has_one_default():
-    """An input of two roles (vllm_service's fallback writes vllm_switch's records) is defaulted alike in both."""
+def test_a_variable_that_several_roles_read_has_one_default():
+    """A shared setting (vllm_service's fallback writes the records that vllm_switch keeps) has one owner: the role
+    that both depend on, llmops.vllm.vllm_node."""
     defaulted_by = {}
     for role in ROLES:
         path = REPO / "roles" / role / "defaults" / "main.yml"
         if path.exists():
-            for name, value in (yaml.safe_load(path.read_text(encoding="utf-8")) or {}).items():
-                defaulted_by.setdefault(name, {})[role] = value
-    shared = dict((name, by_role) for name, by_role in defaulted_by.items() if len(by_role) > 1)
-    assert shared["vllm_switch_state_dir"] == {"vllm_service": "/var/lib/vllm-switch",
-                                               "vllm_switch": "/var/lib/vllm-switch"}
-    assert [name for name, by_role in shared.items() if len(set(map(repr, by_role.values()))) > 1] == []
+            for name in yaml.safe_load(path.read_text(encoding="utf-8")) or {}:
+                defaulted_by.setdefault(name, []).append(role)
+    assert dict((name, roles) for name, roles in defaulted_by.items() if len(roles) > 1) == {}
+    assert defaulted_by["vllm_switch_state_dir"] == defaulted_by["vllm_switch_notify_hook"] == ["vllm_node"]
+    for role in ("vllm_service", "vllm_switch"):
+        meta = yaml.safe_load((REPO / "roles" / role / "meta" / "main.yml").read_text(encoding="utf-8"))
+        assert {"role": "llmops.vllm.vllm_node"} in meta["dependencies"]
 
 
 @pytest.mark.parametrize("role", ROLES)

@@ -54,7 +54,7 @@ PLAYBOOK = """
 
 
 def record(variant, outcome, variant_tps, baseline_tps, variant_tpot, baseline_tpot, rates, at):
-    """A trial record as roles/vllm_switch/tasks/record.yml writes it, with one decided level."""
+    """A trial record as the switch writes it (plugins/plugin_utils/_trial.py), with one decided level."""
     return {
         "variant": variant, "model": "tiny-llama", "baseline": "baseline", "outcome": outcome,
         "reason": "%s at concurrency 4: %+.1f%% (95%% interval -3.0%% to +3.0%%)" % (

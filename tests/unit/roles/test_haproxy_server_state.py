@@ -1,7 +1,7 @@
 # Copyright (c) 2026, llmops.vllm maintainers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The example HAProxy drain hook (roles/vllm_switch/files/hooks), against a fake runtime API on a unix socket.
+"""The example HAProxy drain hook (roles/vllm_node/files/hooks), against a fake runtime API on a unix socket.
 
 The fake answers as HAProxy's stats socket does in non-interactive mode: one command per connection, an empty
 answer when a set succeeds, a sentence when it does not, and show stat as CSV with a '# ' header.
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[3] / 'roles' / 'vllm_switch' / 'files' / 'hooks' / 'haproxy_server_state.py'
+SCRIPT = Path(__file__).resolve().parents[3] / 'roles' / 'vllm_node' / 'files' / 'hooks' / 'haproxy_server_state.py'
 SPEC = importlib.util.spec_from_file_location('haproxy_server_state', SCRIPT)
 hook = importlib.util.module_from_spec(SPEC)
 SPEC.loader.exec_module(hook)

@@ -1,10 +1,12 @@
 # Copyright (c) 2026, llmops.vllm maintainers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The vllm_service role's venv tasks, run for real on this machine: a release and a variant's pinned packages.
+"""The venv of a release, as the vllm_service role installs it, run for real on this machine.
 
-The packages are tiny wheels built here and installed from a local folder with --no-index, standing in for
-vLLM and arctic-inference, so the run is offline and takes seconds while pip, the venv and the checks are real.
+The role installs each venv with llmops.vllm.vllm_venv; here the module runs through ansible-playbook with the
+role's arguments for a release and a variant's pinned packages. The packages are tiny wheels built here and
+installed from a local folder with --no-index, standing in for vLLM and arctic-inference, so the run is offline
+and takes seconds while pip, the venv and the checks are real.
 """
 
 from __future__ import annotations
@@ -55,8 +57,8 @@ def wheels(tmp_path_factory):
     return folder
 
 
-def install(tmp_path, wheels, venv, pins, **changes):
-    """Run the role's venv tasks for one venv on this machine; return its install result and its failure, if any."""
+def install(tmp_path, wheels, venv, pins, install=True, release="1.0.0"):
+    """Install one venv with the module, as the role calls it; return its result and its failure, if any."""
     if not ANSIBLE_PLAYBOOK.exists():
         pytest.skip("ansible-playbook is not installed beside this Python")
     outcome = tmp_path / "outcome.json"
@@ -64,22 +66,17 @@ def install(tmp_path, wheels, venv, pins, **changes):
         "name": "Install one release and its pins",
         "hosts": "localhost",
         "gather_facts": False,
-        "vars": dict({
-            "vllm_package": "fake-engine",
-            "vllm_pip_extra_args": "--no-index --find-links %s" % wheels,
-            "__vllm_service_venv_path": str(venv),
-            "__vllm_service_release": "1.0.0",
-            "__vllm_service_pip_packages": pins,
-            "__vllm_service_variable": "vllm_variants.suffix.pip_packages",
-        }, **changes),
         "tasks": [
-            {"name": "Run the role's venv tasks",
-             "block": [{"ansible.builtin.include_role": {"name": "llmops.vllm.vllm_service", "tasks_from": "venv"}}],
+            {"name": "Install the venv as the role does",
+             "block": [{"llmops.vllm.vllm_venv": {
+                 "path": str(venv), "package": "fake-engine", "release": release, "pip_packages": pins,
+                 "extra_args": "--no-index --find-links %s" % wheels, "install": install,
+                 "variable": "vllm_variants.suffix.pip_packages"},
+                 "register": "installed"}],
              "rescue": [{"ansible.builtin.set_fact": {"failure": "{{ ansible_failed_result }}"}}]},
             {"name": "Keep the outcome",
              "ansible.builtin.copy": {"dest": str(outcome), "mode": "0600", "content": (
-                 "{{ {'install': __vllm_service_pip_install | default(None), 'failure': failure | default(None)}"
-                 " | to_json }}")}},
+                 "{{ {'install': installed | default(None), 'failure': failure | default(None)} | to_json }}")}},
         ],
     }]
     playbook = tmp_path / "venv.yml"
@@ -110,14 +107,15 @@ def test_the_release_and_the_pins_are_installed_together_then_left_alone(tmp_pat
     assert failure is None
     packages = held(venv)
     assert (packages["fake-engine"], packages["fake-plugin"]) == ("1.0.0", "0.3.0")
-    assert installed["changed"] is True
+    assert installed["changed"] is True and installed["installed"] is True
+    assert installed["version"] == "1.0.0" and installed["missing_pins"] == []
     assert "fake-plugin==0.3.0" in (venv / "llmops-installed.txt").read_text().splitlines()
 
     # A venv that holds its release and pins is never touched again.
     record = (venv / "llmops-installed.txt").stat().st_mtime_ns
     installed, failure = install(tmp_path, wheels, venv, ["fake-plugin==0.3.0"])
     assert failure is None
-    assert installed.get("skipped") is True
+    assert installed["changed"] is False and installed["installed"] is False
     assert (venv / "llmops-installed.txt").stat().st_mtime_ns == record
 
 
@@ -133,8 +131,18 @@ def test_a_venv_holding_the_release_but_another_pin_gets_the_pin(tmp_path, wheel
 def test_a_venv_without_the_pins_fails_naming_the_variable_when_the_role_may_not_install(tmp_path, wheels):
     venv = tmp_path / "venv"
     assert install(tmp_path, wheels, venv, [])[1] is None
-    failure = install(tmp_path, wheels, venv, ["fake-plugin==0.3.0"], vllm_install=False)[1]
+    failure = install(tmp_path, wheels, venv, ["fake-plugin==0.3.0"], install=False)[1]
     assert failure["failed"] is True
     assert failure["msg"] == ("vllm_variants.suffix.pip_packages: %s lacks fake-plugin==0.3.0 (set vllm_install: true "
                               "or install them)" % venv)
     assert "fake-plugin" not in held(venv)
+
+
+def test_a_release_pip_cannot_find_fails_naming_the_variable_and_leaves_no_venv(tmp_path, wheels):
+    venv = tmp_path / "9.9.9"
+    installed, failure = install(tmp_path, wheels, venv, ["fake-plugin==0.3.0"], release="9.9.9")
+    assert failure["failed"] is True
+    assert failure["msg"].startswith("vllm_variants.suffix.pip_packages: could not install fake-engine==9.9.9 into "
+                                     "%s: ERROR: No matching distribution found for fake-engine==9.9.9" % venv)
+    assert failure["msg"].endswith(". Nothing was stopped; the units run as before.")
+    assert not venv.exists()

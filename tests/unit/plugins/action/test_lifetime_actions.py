@@ -56,7 +56,7 @@ def test_a_trial_by_lifetimes_and_a_calibration_answer_as_the_role_reads_them(tm
                                               'margin_pct': 8.0}},
         {'llmops.vllm.trial_decision': {'variant': trial[-1]['benchmark'], 'baseline': trial[-2]['benchmark'],
                                         'variant_name': 'ngram', 'model': 'tiny-llama', 'lifetimes': trial,
-                                        'max_lifetimes': 1}, 'ignore_errors': True},
+                                        'max_lifetimes': 0}, 'ignore_errors': True},
     ])
     decision, calibrated, refused = results
     assert (decision['decision'], decision['outcome'], decision['pairs'], decision['look']) == ('keep', 'not_slower', 3, 2)
@@ -66,4 +66,4 @@ def test_a_trial_by_lifetimes_and_a_calibration_answer_as_the_role_reads_them(tm
     assert {item['lifetime'] for item in decision['baseline_lifetimes']} == {'baseline-1', 'baseline-2', 'baseline-3'}
     assert calibrated['lifetimes'] == 8 and calibrated['warm_restart_s'] == 31.0 and calibrated['resolvable']
     assert len(calibrated['baseline_lifetimes']) == 8
-    assert refused['failed'] and 'max_lifetimes must be a whole number of at least 2' in refused['msg']
+    assert refused['failed'] and 'max_lifetimes must be a whole number of at least 1' in refused['msg']

@@ -398,7 +398,6 @@ DECIDED_TRIAL = f"""
         unit_checksum: sum-of-ngram
         baseline_unit_checksum: sum-of-baseline
         identity: identity-of-ngram
-        baseline_lifetime: "{{{{ lifetime }}}}"
         node_history: "{{{{ node_trials.history }}}}"
       register: decision
 
@@ -457,8 +456,9 @@ def test_without_the_callback_the_node_history_decides_alike(project):
             run = run_trial(project, playbook, lifetime, base, base * 0.95, records=records, **extra_env)
             assert run.returncode == 0, run.stdout + run.stderr
     with_callback = node_decisions(project.root / 'with-callback')
-    assert [decided[:2] for decided in with_callback] == [
-        ('keep', 'not_slower'), ('roll_back', 'inconclusive'), ('roll_back', 'inconclusive')]
+    # One lifetime a side: without an earlier lifetime nothing shows how lifetimes differ, and 10% apart they are
+    # too far apart for -5% to be kept.
+    assert [decided[:2] for decided in with_callback] == [('roll_back', 'inconclusive')] * 3
     assert [decided[2]['earlier_lifetimes'] for decided in with_callback] == [0, 1, 2]
     assert node_decisions(project.root / 'without-callback') == with_callback
     # The store is the role's own step: the controller's database got the same rows either way.
@@ -468,6 +468,15 @@ def test_without_the_callback_the_node_history_decides_alike(project):
     assert [row['variant'] for row in project.rows(database, 'variant')] == ['baseline', 'ngram'] * 6
     history = history_rows(database)
     assert [entry['outcome'] for entry in history[3:]] == [entry['outcome'] for entry in history[:3]]
+
+
+def calibrated(records, speeds):
+    """The node's history after a calibration of its baseline: one lifetime at each speed (as calibrate records)."""
+    records.mkdir(parents=True, exist_ok=True)
+    entry = {'variant': 'baseline', 'baseline': 'baseline', 'outcome': 'calibrated', 'decision': {'baseline_lifetimes': [
+        {'workload': 'default', 'max_concurrency': 4, 'output_throughput': speed, 'lifetime': 'C%d' % index,
+         'unit_checksum': 'sum-of-baseline', 'prompt_set_sha256': None} for index, speed in enumerate(speeds)]}}
+    (records / 'history.jsonl').write_text(json.dumps(entry) + '\n', encoding='utf-8')
 
 
 def history_rows(database):
@@ -492,30 +501,31 @@ def test_a_trial_decision_is_stored_printed_and_learns_from_earlier_lifetimes(pr
     playbook = project.playbook(DECIDED_TRIAL)
     first = run_trial(project, playbook, 'L1', 100.0, 95.0)
     assert first.returncode == 0, first.stdout + first.stderr
-    # -5% with runs 1% apart and no history: within the 8% margin, kept.
-    assert 'DECIDED keep 0 not slower at concurrency 4: -5.0% (95% interval' in first.stdout
-    assert ' '.join(table_row(first.stdout, 'ngram')[-5:]) == 'kept (not slower) this run'
-    assert '  decision on ngram: kept (not slower), not slower at concurrency 4: -5.0%' in first.stdout
+    # One lifetime a side and nothing on record of how the baseline's lifetimes differ: not decided, and said how.
+    assert 'DECIDED roll_back 0 at concurrency 4: inconclusive after one lifetime a side' in first.stdout
+    assert ' '.join(table_row(first.stdout, 'ngram')[-5:]) == 'rolled back (inconclusive) this run'
+    assert '  decision on ngram: rolled back (inconclusive), at concurrency 4: inconclusive after one lifetime' in first.stdout
 
-    # Baseline lifetimes that differ by 10% make the same -5% too uncertain to keep.
-    for lifetime, base in TRIALS[1:]:
-        again = run_trial(project, playbook, lifetime, base, base * 0.95)
-        assert again.returncode == 0, again.stdout + again.stderr
-    assert 'DECIDED roll_back 2 inconclusive at concurrency 4' in again.stdout
-    assert 'between-lifetime noise decides the width' in again.stdout
+    # Once a calibration has recorded twelve steady lifetimes of the baseline, the same -5% is kept at one look, and
+    # the table shows the decision's own change, over its one pair.
+    calibrated(project.root / 'records', [100.0, 100.5, 99.5, 100.2, 99.8, 100.1, 99.9, 100.3, 99.7, 100.0, 100.4, 99.6])
+    again = run_trial(project, playbook, 'L2', 100.0, 95.0)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert 'DECIDED keep 12 at concurrency 4: not slower: -5.0% (99% interval' in again.stdout
+    assert table_row(again.stdout, 'ngram')[4:7] == ['-5.0%', '(1', 'pair)']
 
     results = project.config.parent / 'results'
     rows = decisions(results / 'benchmarks.sqlite3')
     assert [(row['variant'], row['decision'], row['outcome']) for row in rows] == [
-        ('ngram', 'keep', 'not_slower'), ('ngram', 'roll_back', 'inconclusive'), ('ngram', 'roll_back', 'inconclusive')]
-    assert json.loads(rows[2]['document'])['levels'][0]['lifetimes'] == 3
+        ('ngram', 'roll_back', 'inconclusive'), ('ngram', 'keep', 'not_slower')]
+    assert json.loads(rows[1]['document'])['looks'][0]['history_lifetimes'] == 12
     assert rows[0]['unit_checksum'] == 'sum-of-ngram'
     assert json.loads(rows[0]['document'])['identity'] == 'identity-of-ngram'
     files = [document for name, document in project.json_documents(results / 'runs').items() if '_decision_' in name]
     assert [document['document']['reason'] for document in files] == [row['reason'] for row in rows]
     report = (results / 'report.md').read_text(encoding='utf-8')
     assert '### Decisions' in report
-    assert rows[2]['reason'].split(';')[0] in report
+    assert rows[1]['reason'].split(';')[0] in report
 
 
 def test_check_mode_stores_nothing(project):

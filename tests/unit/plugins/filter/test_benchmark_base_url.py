@@ -116,8 +116,8 @@ def _inventory_urls(tmp_path: Path, inventory: str, *extra_vars: str) -> dict[st
              'ansible.builtin.include_role': {'name': 'llmops.vllm.vllm_switch', 'tasks_from': 'resolve.yml'}},
             {'name': 'Report', 'ansible.builtin.debug': {'msg': REPORT_MARK + '{{ report | to_json }}'}, 'vars': {
                 'report': {
-                    'role_benchmark': '{{ _vllm_switch_benchmark_client }}',
-                    'role_wait_url': '{{ _vllm_switch_base_url }}',
+                    'role_benchmark': '{{ _vllm_switch_resolved.benchmark_client }}',
+                    'role_wait_url': '{{ _vllm_switch_resolved.node_url }}',
                     'playbook_benchmark': '{{ benchmark_playbook_client }}',
                 }}},
         ],

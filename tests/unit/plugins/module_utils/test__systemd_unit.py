@@ -44,6 +44,7 @@ MainPID=0
 ExecMainCode=1
 ExecMainStatus=1
 InactiveExitTimestampMonotonic=183920114522
+InvocationID=5f0e7a2c9b1d4e6f8a3c2b1d0e9f8a7b
 """
 
 
@@ -64,9 +65,14 @@ def test_unit_state_converts_what_systemd_prints():
     unit = UnitState(parse_show(SHOW_FAILED))
 
     assert unit.as_dict() == {"load_state": "loaded", "active_state": "failed", "sub_state": "failed",
-                              "result": "exit-code", "n_restarts": 0, "main_pid": None, "exec_main_status": 1}
+                              "result": "exit-code", "n_restarts": 0, "main_pid": None, "exec_main_status": 1,
+                              "invocation_id": "5f0e7a2c9b1d4e6f8a3c2b1d0e9f8a7b"}
     assert unit.started_monotonic == pytest.approx(183920.114522)
     assert unit.exit_description() == "main process exited with status 1"
+
+
+def test_a_unit_never_started_has_no_invocation():
+    assert UnitState(parse_show("LoadState=loaded\nActiveState=inactive\nInvocationID=\n")).invocation_id is None
 
 
 def test_old_systemd_without_nrestarts_is_not_a_restart():
@@ -327,7 +333,7 @@ def test_state_asks_systemctl_for_the_properties_it_needs():
     assert commands.argvs == [["/usr/bin/systemctl", "show", "vllm-tiny-ngram.service",
                                "--property=LoadState,ActiveState,SubState,Result,NRestarts,MainPID,ExecMainCode,"
                                "ExecMainStatus,InactiveExitTimestampMonotonic,ExecMainStartTimestampMonotonic,"
-                               "ExecMainExitTimestampMonotonic"]]
+                               "ExecMainExitTimestampMonotonic,InvocationID"]]
 
 
 def test_state_raises_when_systemctl_cannot_answer():

@@ -139,16 +139,23 @@ def test_a_running_job_is_unfinished_with_its_progress_line(tmp_path, instant_wa
     assert "gone" not in result and result["elapsed"] == 2.0
 
 
-def test_a_finished_job_is_finished_at_once(tmp_path):
-    result = run_module(benchmark_progress, job(tmp_path, {"changed": False, "results": [], "msg": "Measured"},
-                                                progress(done=9, finished=True)))
+def test_a_finished_job_is_finished_at_once_with_the_benchmark_s_result_without_its_arguments(tmp_path):
+    finished = {"changed": False, "results": [], "msg": "Measured", "invocation": {"module_args": {"api_key": "x"}}}
+    result = run_module(benchmark_progress, job(tmp_path, finished, progress(done=9, finished=True)))
     assert result["finished"] is True and result["remaining_s"] is None
     assert result["msg"].startswith("9/9 requests, ") and "finished after" in result["msg"]
+    assert result["job"] == {"changed": False, "results": [], "msg": "Measured"}
 
 
-def test_a_job_killed_at_its_limit_is_finished_for_async_status_to_report(tmp_path):
+def test_a_running_job_gives_no_result_yet(tmp_path, instant_waits):
+    result = run_module(benchmark_progress, job(tmp_path, {"started": 1, "finished": 0}, progress()))
+    assert "job" not in result
+
+
+def test_a_job_killed_at_its_limit_is_finished_with_its_failure(tmp_path):
     result = run_module(benchmark_progress, job(tmp_path, {"failed": True, "msg": "Timeout exceeded"}))
     assert (result["finished"], result["msg"]) == (True, "benchmark finished")
+    assert result["job"] == {"failed": True, "msg": "Timeout exceeded"}
 
 
 def test_an_unknown_job_fails(tmp_path):

@@ -475,6 +475,27 @@ def test_left_out_settings_take_the_defaults_their_doc_fragment_declares():
     assert settings["venv_root"] is None
 
 
+@pytest.mark.parametrize("expected_load_seconds, timing", [
+    # Left out: the production node's half hour. A start may take 45 minutes; three loads and waits, 2 h 16 min 30 s.
+    (None, {"timeout_start_sec": 2700, "restart_sec": 30, "start_limit_burst": 3, "start_limit_interval_sec": 8190}),
+    # The mock node's five minutes, as its rendered units show them.
+    (300, {"timeout_start_sec": 450, "restart_sec": 30, "start_limit_burst": 3, "start_limit_interval_sec": 1440}),
+    # Half again is rounded up.
+    (61, {"timeout_start_sec": 92, "restart_sec": 30, "start_limit_burst": 3, "start_limit_interval_sec": 366}),
+])
+def test_every_unit_times_its_start_and_restarts_by_the_expected_load(expected_load_seconds, timing):
+    specs = resolve() if expected_load_seconds is None else resolve(expected_load_seconds=expected_load_seconds)
+    for spec in specs.values():
+        assert {key: spec[key] for key in timing} == timing
+
+
+@pytest.mark.parametrize("value", ["1800", 1800.0, True])
+def test_an_expected_load_that_is_not_whole_seconds_is_refused(value):
+    with pytest.raises(VariantError) as caught:
+        resolve(expected_load_seconds=value)
+    assert caught.value.problems == ["vllm_expected_load_seconds: must be a whole number of seconds, got %r" % (value,)]
+
+
 def test_a_default_is_a_copy_so_that_one_resolution_cannot_change_the_next():
     first = complete_settings({}, DECLARED)
     first["serve_args"]["max_model_len"] = 4096

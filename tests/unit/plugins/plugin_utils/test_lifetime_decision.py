@@ -147,6 +147,31 @@ def test_lifetimes_that_cannot_be_read_are_refused(lifetimes, message):
         decide_by_lifetimes(lifetimes)
 
 
-def test_a_maximum_below_two_lifetimes_is_refused():
-    with pytest.raises(DecisionError, match='max_lifetimes must be a whole number of at least 2'):
-        decide_by_lifetimes(trial([1000, 1010], [1000, 1010]), max_lifetimes=1)
+def test_a_maximum_below_one_lifetime_is_refused():
+    with pytest.raises(DecisionError, match='max_lifetimes must be a whole number of at least 1'):
+        decide_by_lifetimes(trial([1000, 1010], [1000, 1010]), max_lifetimes=0)
+
+
+def _stored(speeds):
+    return [{'workload': 'default', 'max_concurrency': 4, 'output_throughput': speed, 'lifetime': 'old-%d' % index,
+             'prompt_set_sha256': None} for index, speed in enumerate(speeds)]
+
+
+def test_one_lifetime_a_side_looks_once_with_the_baseline_s_spread_from_its_stored_lifetimes():
+    steady = _stored([1000, 1010, 995, 1005, 998, 1003])
+    kept = decide_by_lifetimes(trial([1002], [1001]), history=steady, max_lifetimes=1)
+    assert (kept['decision'], kept['outcome']) == ('keep', 'not_slower')
+    assert kept['look'] == 1 and kept['pairs'] == 1 and kept['looks'][0]['history_lifetimes'] == 6
+    slower = decide_by_lifetimes(trial([1002], [700]), history=steady, max_lifetimes=1)
+    assert (slower['decision'], slower['outcome']) == ('roll_back', 'slower')
+    # A spread too wide for one pair to tell rolls back as inconclusive, the first look being the last.
+    spread = _stored([900, 1100, 950, 1060])
+    unclear = decide_by_lifetimes(trial([1000], [990]), history=spread, max_lifetimes=1)
+    assert (unclear['decision'], unclear['outcome']) == ('roll_back', 'inconclusive')
+
+
+def test_one_lifetime_a_side_without_stored_lifetimes_rolls_back_as_inconclusive_and_says_how_to_decide():
+    answer = decide_by_lifetimes(trial([1000], [1000]), max_lifetimes=1)
+    assert (answer['decision'], answer['outcome']) == ('roll_back', 'inconclusive')
+    assert 'calibrate' in answer['reason'] and 'vllm_switch_max_lifetimes' in answer['reason']
+    assert any('no interval' in line for line in report_lines(answer))

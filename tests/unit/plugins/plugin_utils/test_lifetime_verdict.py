@@ -118,7 +118,7 @@ def test_an_outlier_lifetime_is_flagged_and_a_variant_that_spreads_twice_as_much
 @pytest.mark.parametrize('arguments, message', [
     ({'keep_when': 'notslower'}, 'keep_when must be one of not_slower, faster'),
     ({'margin_pct': 0}, 'margin_pct must lie between 0 and 100'),
-    ({'max_lifetimes': 1}, 'max_lifetimes must be a whole number of at least 2'),
+    ({'max_lifetimes': 0}, 'max_lifetimes must be a whole number of at least 1'),
 ])
 def test_bad_settings_are_refused_naming_the_setting(arguments, message):
     with pytest.raises(LifetimeVerdictError, match=message):

@@ -59,7 +59,8 @@ def test_markdown_report_of_a_hand_checked_history():
         '4 results from 2 runs, the latest recorded at 2026-05-02T09:30:00Z.',
         "Baseline variant 'baseline'. A variant's verdict is the decision of the trial that measured it; a result"
         ' that no trial decided is undecided. Changes are in percent of the baseline measured in the same run, or'
-        ' else the latest one before it.',
+        " else the latest one before it. A decided variant's output tok/s change is the decision's own, over every pair"
+        ' of lifetimes it looked at; every other change is of the last lifetime of each side alone (one pair).',
     ]
     first = lines.index('## `gpu-node-1` / `kimi-k2.5`')
     second = lines.index('## `gpu-node-2` / `kimi-k2.5`')

@@ -88,10 +88,10 @@ def test_settings_that_follow_every_rule_have_no_problem():
     ({'vllm_switch_calibration_lifetimes': 5},
      'vllm_switch_calibration_lifetimes must be a whole number of at least 8 (fewer cannot tell bimodal starts from '
      'spread ones), got 5'),
-    ({'vllm_switch_max_lifetimes': 1},
-     'vllm_switch_max_lifetimes must be 0 (one lifetime a side) or a whole number from 2 to 12, got 1'),
+    ({'vllm_switch_max_lifetimes': 13},
+     'vllm_switch_max_lifetimes must be a whole number from 1 (one lifetime a side) to 12, got 13'),
     ({'vllm_switch_max_lifetimes': 'ten'},
-     "vllm_switch_max_lifetimes must be 0 (one lifetime a side) or a whole number from 2 to 12, got 'ten'"),
+     "vllm_switch_max_lifetimes must be a whole number from 1 (one lifetime a side) to 12, got 'ten'"),
     ({'vllm_switch_preflight_downgrade': ['pcie_width_below_max', 'row_remap_pendng']},
      "vllm_switch_preflight_downgrade: 'row_remap_pendng' is no rule of the GPU preflight (its rules: "
      "compile_cache_disk_low, "),
