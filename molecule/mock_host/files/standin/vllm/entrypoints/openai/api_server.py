@@ -255,6 +255,8 @@ def usage(prompt_tokens, output_tokens):
 class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
     daemon_threads = True
     allow_reuse_address = True
+    # uvicorn, which serves vLLM's API, listens with a backlog of 2048; socketserver's 5 resets a burst of clients.
+    request_queue_size = 2048
 
 
 def installed_version():
