@@ -34,7 +34,7 @@ options:
     type: dict
   result:
     description:
-      - What the step that RV(state.next) named found, step by step as the role's step files give it (for example
+      - What the step that RV(next) named found, step by step as the role's step files give it (for example
         C(benchmark), one workload's M(llmops.vllm.openai_benchmark) result, for a V(benchmark) step).
     type: dict
   failed_result:

@@ -84,8 +84,10 @@ def test_the_benchmark_measures_its_streams_and_the_server_s_own_counters(monkey
     assert 'spec_decode_acceptance_rate' not in levels[4]
 
 
-@pytest.mark.parametrize('standin', [{'argv': ['--speculative-config',
-                                                '{"method": "ngram", "num_speculative_tokens": 3}']}], indirect=True)
+SPECULATIVE = {'argv': ['--speculative-config', '{"method": "ngram", "num_speculative_tokens": 3}']}
+
+
+@pytest.mark.parametrize('standin', [SPECULATIVE], indirect=True)
 def test_a_speculative_command_line_exports_vllm_s_spec_decode_counters(monkeypatch, standin):
     dummy, base_url = standin
     ready(monkeypatch, base_url)

@@ -159,10 +159,8 @@ class Node:
         self.written.append(('latest', step['record']))
         return {'record': step['record']}
 
-
     def step_persist(self, step, state):
         return {}
-
 
     def step_record(self, step, state):
         self.written.append(('latest' if step.get('latest') else 'history', step['record']))
@@ -444,8 +442,8 @@ def test_a_failure_before_the_trial_begins_stops_with_nothing_stopped_and_nothin
     state, named, closing = replay(node)
 
     assert names(named) == ['lock', 'inspect', 'check variant']
-    assert state['next'] == {**state['next'], 'step': 'stop', 'msg': 'vllm_variant=ngram: the GPUs are held by PID 7. '
-                                                                      'Nothing was stopped.'}
+    assert state['next'] == {**state['next'], 'step': 'stop',
+                             'msg': 'vllm_variant=ngram: the GPUs are held by PID 7. Nothing was stopped.'}
     assert node.written == [] and closing['notices'] == [] and not closing['in_service']
 
 
