@@ -38,9 +38,14 @@ VOCABULARY = ("def", "return", "value", "x", "self", "item", "for", "in", "if", 
               ")", ":", "1", "2", "total", "result", "name", "data", "print", "while", "and", "or", "not")
 
 
-def log(level, where, text):
-    # vLLM's own line format: "INFO 12-07 10:00:00 [api_server.py:1] text".
-    sys.stdout.write("%s %s [%s] %s\n" % (level, time.strftime("%m-%d %H:%M:%S"), where, text))
+# vLLM's line format, with the process that wrote it first: "(APIServer pid=7) INFO 12-07 10:00:00 [where] text". The
+# API server writes the arguments and the configuration; the engine core (a process of its own on a GPU node) the load.
+API_SERVER, ENGINE_CORE = "APIServer", "EngineCore_DP0"
+
+
+def log(level, where, text, process=ENGINE_CORE):
+    sys.stdout.write("(%s pid=%d) %s %s [%s] %s\n" % (process, os.getpid(), level, time.strftime("%m-%d %H:%M:%S"),
+                                                        where, text))
     sys.stdout.flush()
 
 
@@ -281,8 +286,16 @@ def main():
     load_s = float(os.environ.get("LLMOPS_STANDIN_LOAD_S", "2"))
     hang_at = os.environ.get("LLMOPS_STANDIN_HANG", "")
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    log("INFO", "core.py:91", "Initializing a V1 LLM engine (v%s) with config: model=%r, speculative_config=%s "
-        "(the mock host's stand-in engine)" % (VERSION, settings["model"], json.dumps(settings["speculative_config"])))
+    # The API server's lines before the engine starts, in the order vLLM 0.32 writes them on the mock node: its
+    # version, the arguments, the model's configuration, and last the compilation settings.
+    log("INFO", "api_utils.py:347", "vLLM API server version %s (the mock host's stand-in engine)" % VERSION, API_SERVER)
+    log("INFO", "api_utils.py:286", "non-default args: %s" % {key: value for key, value in settings.items() if value},
+        API_SERVER)
+    log("INFO", "model.py:733", "Resolved architecture: LlamaForCausalLM", API_SERVER)
+    log("INFO", "model.py:2152", "Using max model len %d" % settings["max_model_len"], API_SERVER)
+    log("INFO", "compilation.py:317", "Enabled custom fusions: norm_quant, act_quant", API_SERVER)
+    log("INFO", "core.py:91", "Initializing a V1 LLM engine (v%s) with config: model=%r, speculative_config=%s"
+        % (VERSION, settings["model"], json.dumps(settings["speculative_config"])))
     if hang_at == "start":
         hang()
     time.sleep(load_s * 0.5)
@@ -298,9 +311,10 @@ def main():
     server = Server((settings["host"], settings["port"]), Handler)
     # SIGTERM ends the server at once: nothing runs that a drain has not already let finish.
     signal.signal(signal.SIGTERM, lambda signum, frame: threading.Thread(target=server.shutdown).start())
-    log("INFO", "api_server.py:1864", "Starting vLLM API server 0 on http://%s:%d" % (settings["host"], settings["port"]))
+    log("INFO", "api_server.py:1864", "Starting vLLM API server 0 on http://%s:%d" % (settings["host"], settings["port"]),
+        API_SERVER)
     server.serve_forever()
-    log("INFO", "launcher.py:110", "Shutting down FastAPI HTTP server.")
+    log("INFO", "launcher.py:110", "Shutting down FastAPI HTTP server.", API_SERVER)
 
 
 if __name__ == "__main__":
