@@ -44,8 +44,8 @@ API_SERVER, ENGINE_CORE = "APIServer", "EngineCore_DP0"
 
 
 def log(level, where, text, process=ENGINE_CORE):
-    sys.stdout.write("(%s pid=%d) %s %s [%s] %s\n" % (process, os.getpid(), level, time.strftime("%m-%d %H:%M:%S"),
-                                                        where, text))
+    stamp = time.strftime("%m-%d %H:%M:%S")
+    sys.stdout.write("(%s pid=%d) %s %s [%s] %s\n" % (process, os.getpid(), level, stamp, where, text))
     sys.stdout.flush()
 
 
