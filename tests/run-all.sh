@@ -11,7 +11,7 @@ passed=0 failed=0 failures=()
 
 cleanup() {
   local instance
-  for instance in 1 2 3; do python3 molecule/mock_host/mock_host.py --instance "$instance" down >/dev/null 2>&1 || true; done
+  for instance in 1 2 3 4; do python3 molecule/mock_host/mock_host.py --instance "$instance" down >/dev/null 2>&1 || true; done
 }
 trap cleanup EXIT
 
@@ -163,32 +163,33 @@ lanes+=($!)
 wait "$build"
 run_gate molecule-default  molecule test -s default &
 default_scenario=$!
-# The default scenario keeps about one core of two busy (measured with its node alone). The faults scenario
-# (node 2) runs beside it at the lowest CPU priority, which its node's processes inherit: it takes what default
-# leaves idle, and it checks no speed. It starts as soon as node 1 holds an installed vLLM, which node 2 then
-# copies instead of installing it again, without waiting for the static gates (at nice 19 it takes only what
-# they leave). The fleet (nodes 2 and 3) follows faults in the same lane, at the usual priority, beside default's
-# second half, where default leaves a core mostly idle: run alone after default, the fleet added 989 s to a
-# 3,117 s run on a 2-core AMD EPYC; beside it, the whole run took 2,089 s there. Neither default's speed checks
-# (the A/A twin not slower, one sequence at a time slower) nor the fleet's (its twin kept at a margin of 50%, on one
-# lifetime a side) are close calls, and HAProxy gives a busy node's health check 10 s (haproxy.cfg.j2).
-{
+# The faults (node 2) and fleet (nodes 3 and 4) scenarios start beside default as soon as node 1 holds an
+# installed vLLM, which their nodes then copy instead of installing it again, without waiting for the static
+# gates. The scenarios wait more than they compute (loads, drains, lifetimes, SSH round trips): run one after
+# another behind default, faults and fleet took 2,734 s of a 2,784 s run in CI. faults checks no speed, so it
+# runs at the lowest CPU priority (nice 19, which its node's processes inherit) and takes what the others leave
+# idle. default's speed checks run on the stand-in engine, whose decoding speed is set, and the fleet's (its twin
+# kept at a margin of 50%, a certainly slower canary rolled back) are not close calls; HAProxy gives a busy node's
+# health check 10 s (haproxy.cfg.j2).
+node_1_installed() {
   until python3 molecule/mock_host/mock_host.py status | grep -q '"venv_installed": true' \
       || ! kill -0 "$default_scenario" 2>/dev/null; do
     sleep 5
   done
-  run_gate molecule-faults nice -n 19 molecule test -s faults
-  run_gate molecule-fleet molecule test -s fleet
-} &
-second_lane=$!
+}
+{ node_1_installed; run_gate molecule-faults nice -n 19 molecule test -s faults; } &
+faults_scenario=$!
+{ node_1_installed; run_gate molecule-fleet molecule test -s fleet; } &
+fleet_scenario=$!
 wait "${lanes[@]}"
 for name in ansible-lint ansible-doc syntax-check galaxy-install changelog-lint sanity unit-tests; do
   report_gate "$name"
 done
 wait "$default_scenario"
 report_gate molecule-default
-wait "$second_lane"
+wait "$faults_scenario"
 report_gate molecule-faults
+wait "$fleet_scenario"
 report_gate molecule-fleet
 
 echo
