@@ -146,7 +146,8 @@ static_lane() {
 }
 python_lane() {
   run_gate sanity            tests/sanity.sh
-  run_gate unit-tests        pytest -q -p no:cacheprovider tests/unit
+  # The slowest tests are listed at the end of the log, to see where the gate's time goes.
+  run_gate unit-tests        pytest -q -p no:cacheprovider --durations=15 tests/unit
 }
 # sanity snapshots the checkout first, before ansible-lint starts writing its cache into it. Meanwhile the mock
 # host's root filesystem and model are built (minutes of debootstrap on a fresh machine); a failed build shows

@@ -155,7 +155,7 @@ def size_text(size):
 
 
 def warm(paths, reserve_mib, timeout, check_mode=False, meminfo_text=None, clock=time.monotonic,
-         chunk_bytes=CHUNK_BYTES, priority=lower_priority):
+         chunk_bytes=CHUNK_BYTES, priority=None):
     """Read the weights under paths into the page cache when they fit; the module's whole answer.
 
     The weights fit when their total size is at most MemAvailable less reserve_mib. When they do not, or in
@@ -179,7 +179,8 @@ def warm(paths, reserve_mib, timeout, check_mode=False, meminfo_text=None, clock
         result["msg"] = "would read %s into the page cache (%s of %s left after the reserve)" % (
             counted, size_text(total), size_text(room))
         return result
-    how = priority()
+    # Looked up when called, not bound when defined, so that a caller (or a test) that replaces lower_priority is heard.
+    how = (priority or lower_priority)()
     started = clock()
     done, whole, finished = read_into_cache(files, timeout, clock=clock, chunk_bytes=chunk_bytes)
     result["seconds"] = round(clock() - started, 3)

@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from ansible_collections.llmops.vllm.plugins.module_utils import _page_cache
@@ -33,6 +35,14 @@ def model(tmp_path):
     (directory / 'model.safetensors').write_bytes(b'x' * 40000)
     (directory / 'config.json').write_bytes(b'{}')
     return directory
+
+
+def test_the_test_process_keeps_its_cpu_priority(call, model):
+    # A read lowers the priority of the process that reads; run in-process, that would leave the rest of the
+    # unit tests at nice 19 (and idle I/O), starved beside the molecule scenarios of make test.
+    before = os.nice(0)
+    assert call(paths=[str(model)], reserve_mib=0, timeout=60)['bytes_read'] == 40002
+    assert os.nice(0) == before
 
 
 def test_weights_that_fit_are_read_and_nothing_changes(call, model):
