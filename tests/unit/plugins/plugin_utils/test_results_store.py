@@ -265,3 +265,50 @@ def test_a_writer_killed_mid_transaction_leaves_a_usable_database(tmp_path):
         assert connection.execute('PRAGMA integrity_check').fetchone()[0] == 'ok'
     finally:
         connection.close()
+
+
+class SwitchRefusedConnection:
+    """Answers 'PRAGMA journal_mode=WAL' with an error the first `refusals` times, as SQLite does to a connection
+    that opens a new database while another switches it to WAL."""
+
+    def __init__(self, refusals, error='database is locked'):
+        self.refusals, self.error, self.asked = refusals, error, 0
+
+    def execute(self, statement):
+        assert statement == 'PRAGMA journal_mode=WAL'
+        self.asked += 1
+        if self.asked <= self.refusals:
+            raise sqlite3.OperationalError(self.error)
+
+
+def store_on(connection):
+    store = ResultsStore.__new__(ResultsStore)
+    store._connection = connection
+    return store
+
+
+def test_switch_to_wal_waits_out_a_locked_database():
+    connection, now, slept = SwitchRefusedConnection(refusals=3), [0.0], []
+
+    def sleep(seconds):
+        slept.append(seconds)
+        now[0] += seconds
+    store_on(connection)._use_wal(30.0, clock=lambda: now[0], sleep=sleep)
+    assert connection.asked == 4 and len(slept) == 3
+
+
+def test_switch_to_wal_gives_up_after_the_timeout():
+    connection, now = SwitchRefusedConnection(refusals=10 ** 6), [0.0]
+
+    def sleep(seconds):
+        now[0] += seconds
+    with pytest.raises(sqlite3.OperationalError, match='locked'):
+        store_on(connection)._use_wal(1.0, clock=lambda: now[0], sleep=sleep)
+    assert 1.0 <= now[0] < 1.2
+
+
+def test_switch_to_wal_does_not_retry_other_errors():
+    connection = SwitchRefusedConnection(refusals=1, error='disk I/O error')
+    with pytest.raises(sqlite3.OperationalError, match='disk I/O'):
+        store_on(connection)._use_wal(30.0, sleep=lambda seconds: pytest.fail('retried'))
+    assert connection.asked == 1
