@@ -1,9 +1,9 @@
-"""A client that streams completions through the load balancer without pause while a fleet switches.
+"""A client that streams completions through the load balancer while a fleet switches.
 
     stream_client.py --url http://127.77.0.2:18080 --model tiny-llama --stop-file /tmp/stop --out result.json
 
-Each of --concurrency workers sends one streamed completion after another until the stop file appears; then
-those in flight finish. A request fails when the answer is not 200, the connection breaks, or the stream ends
+Each of --concurrency workers sends one streamed completion after another, waiting --pause seconds after each
+answer, until the stop file appears; then those in flight finish. The pause is not a gap in service. A request fails when the answer is not 200, the connection breaks, or the stream ends
 without its [DONE]. The longest gap in service is the longest time during which no worker received anything
 (a token, or the end of a stream) while at least one request was waiting. It writes the figures as JSON and
 prints them in one line.
@@ -90,6 +90,7 @@ def worker(args: argparse.Namespace, number: int, tally: Tally, stop: threading.
         body = {'model': args.model, 'max_tokens': args.max_tokens, 'stream': True, 'temperature': 0,
                 'prompt': f'Worker {number}, request {sequence}: count from one to twenty in words.'}
         one_request(session, args.url, body, args.timeout, tally)
+        stop.wait(args.pause)
 
 
 def main(argv: list[str]) -> int:
@@ -100,6 +101,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument('--out', required=True, type=Path)
     parser.add_argument('--concurrency', type=int, default=2)
     parser.add_argument('--max-tokens', type=int, default=24)
+    parser.add_argument('--pause', type=float, default=0.0,
+                        help='seconds each worker waits after an answer before its next request')
     parser.add_argument('--timeout', type=float, default=120.0)
     parser.add_argument('--max-seconds', type=float, default=3600.0, help='stop by itself after this long')
     args = parser.parse_args(argv[1:])

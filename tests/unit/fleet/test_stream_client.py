@@ -27,7 +27,7 @@ class Server(ThreadingHTTPServer):
 
     def __init__(self, script):
         super().__init__(('127.0.0.1', 0), Handler)
-        self.script, self.lock, self.bodies = list(script), threading.Lock(), []
+        self.script, self.lock, self.bodies, self.arrivals = list(script), threading.Lock(), [], []
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -35,6 +35,7 @@ class Handler(BaseHTTPRequestHandler):
         pass
 
     def do_POST(self):  # noqa: N802 (the name http.server calls)
+        self.server.arrivals.append(time.monotonic())
         self.server.bodies.append(json.loads(self.rfile.read(int(self.headers['Content-Length']))))
         with self.server.lock:
             step = self.server.script.pop(0) if self.server.script else 'ok'
@@ -57,15 +58,15 @@ class Handler(BaseHTTPRequestHandler):
         self.close_connection = True
 
 
-def run_client(tmp_path, script, seconds=1.5, concurrency=1):
-    server = Server(script)
+def run_client(tmp_path, script, seconds=1.5, concurrency=1, options=(), server=None):
+    server = server or Server(script)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     stop, out = tmp_path / 'stop', tmp_path / 'figures.json'
     threading.Timer(seconds, stop.touch).start()
     try:
         code = stream_client.main(['stream_client.py', '--url', f'http://127.0.0.1:{server.server_address[1]}',
                                    '--model', 'tiny-llama', '--stop-file', str(stop), '--out', str(out),
-                                   '--concurrency', str(concurrency), '--timeout', '10'])
+                                   '--concurrency', str(concurrency), '--timeout', '10', *options])
     finally:
         server.shutdown()
         server.server_close()
@@ -92,3 +93,12 @@ def test_the_longest_wait_for_an_answer_is_the_gap_in_service(tmp_path):
     dummy, figures, dummy_bodies = run_client(tmp_path, ['ok', 'pause 0.6', 'ok'], seconds=2.0)
     assert figures['failed'] == 0
     assert 0.55 <= figures['longest_gap_seconds'] < 1.5
+
+
+def test_a_worker_pauses_after_each_answer_and_the_pause_is_no_gap_in_service(tmp_path):
+    server = Server([])
+    dummy, figures, dummy_bodies = run_client(tmp_path, [], seconds=1.6, options=['--pause', '0.5'], server=server)
+    assert figures['failed'] == 0 and 2 <= figures['sent'] <= 4
+    # One worker: each request starts at least the pause after the one before it was answered.
+    assert all(later - earlier >= 0.5 for earlier, later in zip(server.arrivals, server.arrivals[1:]))
+    assert figures['longest_gap_seconds'] < 0.4
