@@ -3,9 +3,10 @@
     stream_client.py --url http://127.77.0.2:18080 --model tiny-llama --stop-file /tmp/stop --out result.json
 
 Each of --concurrency workers sends one streamed completion after another, waiting --pause seconds after each
-answer, until the stop file appears; then those in flight finish. The pause is not a gap in service. A request fails when the answer is not 200, the connection breaks, or the stream ends
-without its [DONE]. The longest gap in service is the longest time during which no worker received anything
-(a token, or the end of a stream) while at least one request was waiting. It writes the figures as JSON and
+answer, until the stop file appears; then those in flight finish. A request fails when the answer is not 200,
+the connection breaks, or the stream ends without its [DONE]. The longest gap in service is the longest time
+during which no worker received anything (a token, or the end of a stream) while at least one request was
+waiting, so a pause is no gap. It writes the figures as JSON and
 prints them in one line.
 """
 
