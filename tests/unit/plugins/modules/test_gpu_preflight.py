@@ -14,7 +14,7 @@ import sys
 import pytest
 
 from ansible.module_utils import basic
-from ansible_collections.llmops.vllm.plugins.module_utils import _gpu_memory
+from ansible_collections.llmops.vllm.plugins.module_utils import _gpu_health, _gpu_memory
 from ansible_collections.llmops.vllm.plugins.modules import gpu_preflight
 
 from wait_fakes import run_module
@@ -194,9 +194,20 @@ def test_torchs_cuda_is_read_from_its_version_file_without_importing_it(monkeypa
 
 
 def test_too_little_disk_for_the_compile_cache(monkeypatch, node, tmp_path):
+    # The disk is read through statvfs, as df does; a fixed answer, since the machine's free space moves while
+    # other tests and scenarios write (two real reads once differed by 0.1 GiB).
+    measured = []
+
+    def statvfs(path):
+        measured.append(path)
+        return os.statvfs_result((4096, 4096, 0, 0, 62 * (1 << 30) // 4096 + 100, 0, 0, 0, 0, 255))
+
+    monkeypatch.setattr(_gpu_health.os, "statvfs", statvfs)
     _failed, small = run(monkeypatch, cache_dir=str(tmp_path / "not-yet" / "there"), min_free_gib=10 ** 9)
     _failed, enough = run(monkeypatch, cache_dir=str(tmp_path), min_free_gib=0.001)
 
     assert rules(small) == [("compile_cache_disk_low", "error", None)]
-    assert small["node"]["free_gib"] == enough["node"]["free_gib"] > 0
+    # A cache directory that does not exist yet is measured where it will be made: its nearest existing parent.
+    assert measured == [str(tmp_path), str(tmp_path)]
+    assert small["node"]["free_gib"] == enough["node"]["free_gib"] == 62.0
     assert enough["passed"] is True
