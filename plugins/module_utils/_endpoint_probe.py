@@ -15,8 +15,10 @@ import urllib.request
 
 from ansible_collections.llmops.vllm.plugins.module_utils._deadline import Backoff, Deadline, StaleToken, read_boot_id
 from ansible_collections.llmops.vllm.plugins.module_utils._start_phases import (
+    is_wait_symptom,
     kv_cache_capacity,
     milestone_of,
+    phase_in_progress,
     start_phases,
     start_summary,
 )
@@ -256,13 +258,16 @@ class ReadinessWait:
     """
 
     def __init__(self, probe, timeout, sleep, model=None, smoke_test=False, unit=None,
-                 progress_interval=0, resume=None, stall_timeout=0, gpu_memory=None):
+                 progress_interval=0, resume=None, stall_timeout=0, gpu_memory=None, phase_stall_timeouts=None):
         self.probe = probe
         # Stall detection: with a unit, fail when neither its journal nor the endpoint (nor, where gpu_memory()
-        # reads it, the GPUs' memory in use) has changed for stall_timeout seconds.
+        # reads it, the GPUs' memory in use) has changed for stall_timeout seconds, or for the phase's own limit
+        # (phase_stall_timeouts: {phase name: seconds}) where that is longer.
         self.stall_timeout = stall_timeout if unit else 0
+        self.phase_stall_timeouts = dict(phase_stall_timeouts or {})
         self.gpu_memory = gpu_memory
-        self.progress = {"at": None, "mark": None, "line": None, "gpu_mib": None, "checked": 0.0}
+        self.progress = {"at": None, "mark": None, "line": None, "gpu_mib": None, "checked": 0.0, "symptom": None,
+                         "phase": None}
         self.model = model
         self.smoke_test = smoke_test
         self.unit = unit
@@ -372,14 +377,27 @@ class ReadinessWait:
             return False
         self.progress["checked"] = round(now, 3)
         lines = [line for line in self._journal() if line.strip()]
-        mark = [len(lines), lines[-1] if lines else None, seen.last_seen, sorted(self.stages)]
+        # The lines a waiting process repeats (the engine's once-a-minute shared-memory wait) come through a hang
+        # too: only the start's own lines count. vLLM's lines carry their time, so a new one never equals the last.
+        own = [line for line in lines if not is_wait_symptom(line)]
+        since_own = lines[len(lines) - next((n for n, line in enumerate(reversed(lines)) if not is_wait_symptom(line)),
+                                            len(lines)):]
+        self.progress["symptom"] = since_own[-1] if since_own else None
+        # A window of the journal that holds wait lines only keeps the start's last own line.
+        last_own = own[-1] if own else (self.progress["mark"] or [None])[0]
+        mark = [last_own, seen.last_seen, sorted(self.stages)]
         gpu_mib = self.gpu_memory() if self.gpu_memory else None
         previous_mib = self.progress["gpu_mib"]
         grew = gpu_mib is not None and previous_mib is not None and abs(gpu_mib - previous_mib) >= GPU_PROGRESS_MIB
         if self.progress["at"] is None or mark != self.progress["mark"] or grew:
             self.progress.update(at=round(now, 3), mark=mark, gpu_mib=gpu_mib,
-                                 line=latest_phase_line(lines) or self.progress["line"])
-        return now - self.progress["at"] >= self.stall_timeout
+                                 line=latest_phase_line(own) or self.progress["line"])
+        self.progress["phase"] = phase_in_progress(own) or self.progress.get("phase")
+        return now - self.progress["at"] >= self._stall_limit()
+
+    def _stall_limit(self):
+        """The stall timeout, or the longer limit of the phase in progress: some phases are silent by nature."""
+        return max(self.stall_timeout, self.phase_stall_timeouts.get(self.progress.get("phase"), 0))
 
     def _stall(self, state):
         """The failure of a start that stopped making progress, naming its last progress line and phase."""
@@ -389,12 +407,18 @@ class ReadinessWait:
         line = self.progress["line"]
         phase = milestone_of(line) or "before any phase vLLM logs"
         watched = "its journal, its endpoint" + (" and the GPUs' memory" if self.gpu_memory else "")
+        symptom = self.progress.get("symptom")
         result.update(stalled=True, last_progress_line=line, last_progress_phase=phase, seconds_since_progress=since,
-                      journal=self._journal()[-JOURNAL_RETURN_LINES:])
-        result["msg"] = "%s stalled: nothing changed in %s for %.1f s (stall timeout %d s), %.1f s into the wait; " \
+                      repeated_line=symptom, journal=self._journal()[-JOURNAL_RETURN_LINES:])
+        limit = self._stall_limit()
+        result["stall_limit"] = limit
+        result["stalled_phase"] = self.progress.get("phase")
+        result["msg"] = "%s stalled: nothing changed in %s for %.1f s (stall limit %d s), %.1f s into the wait; " \
                         "last progress at %.1f s, in phase '%s': %s" % (
-                            self.unit.name, watched, since, self.stall_timeout, result["elapsed"],
+                            self.unit.name, watched, since, limit, result["elapsed"],
                             progress_at, phase, (line or "no journal line yet")[:PHASE_LINE_CHARS])
+        if symptom:
+            result["msg"] += "; since then the engine only repeats: %s" % symptom[:PHASE_LINE_CHARS]
         return result
 
     def _time_start(self, result, state, ready_at):

@@ -28,6 +28,27 @@ LOAD_PHASE_PATTERNS = (
 )
 
 
+# Lines a start repeats while one process waits on another. They show that the waiting process lives, not that
+# the start moved on: the same line comes once a minute through a slow silent phase (CUDA-graph capture, DeepGEMM
+# warm-up) and, for ever, through a hang (an all-reduce deadlock between the workers). A stall check must not
+# count them as progress.
+WAIT_SYMPTOM_PATTERNS = (
+    # distributed/device_communicators/shm_broadcast.py: the engine core waits on its workers' shared-memory ring
+    # buffer and warns every VLLM_RINGBUFFER_WARNING_INTERVAL seconds (60 by default): "No available shared memory
+    # broadcast block found in 60 seconds. This typically happens when some processes are hanging or doing some
+    # time-consuming work (e.g. compilation, weight/kv cache quantization)."
+    re.compile(r"No available shared memory broadcast block found in \d+ seconds"),
+    # v1/engine/utils.py, at DEBUG, every STARTUP_POLL_PERIOD_MS (10 s) until the engine core's handshake:
+    # "Waiting for 1 local, 0 remote core engine proc(s) to start."
+    re.compile(r"Waiting for \d+ local, \d+ remote core engine proc\(s\) to (?:start|connect)"),
+)
+
+
+def is_wait_symptom(line):
+    """Whether a journal line is one a waiting process repeats (WAIT_SYMPTOM_PATTERNS), not a step of the start."""
+    return any(pattern.search(line or "") for pattern in WAIT_SYMPTOM_PATTERNS)
+
+
 class Milestone:
     """A point a start passes, the log lines that mark it, and the name of the phase that ends there."""
 
@@ -52,10 +73,11 @@ MILESTONES = (
     Milestone("weights_loaded", "weights load", r"Model loading took .*GiB|Loading weights took [\d.]+ ?s"),
     # compilation/backends.py "Dynamo bytecode transform time: 12.36 s", "Compiling a graph for dynamic
     # shape takes 30.2 s", "Directly load the compiled graph(s) ... from the cache, took 4.8 s";
-    # compilation/monitor.py "torch.compile takes 13.11 s in total".
+    # compilation/monitor.py "torch.compile took 25.93 s in total" (0.32's monitor_torch_compile; older
+    # releases wrote "takes"); decorators.py "Directly load AOT compilation from path ..." on a cache hit.
     Milestone("torch_compile", "torch.compile",
-              r"torch\.compile takes [\d.]+ ?s in total|Compiling a graph for .*takes [\d.]+ ?s"
-              r"|Dynamo bytecode transform time|Directly load the compiled graph"),
+              r"torch\.compile (?:takes|took) [\d.]+ ?s in total|Compiling a graph for .*takes [\d.]+ ?s"
+              r"|Dynamo bytecode transform time|Directly load the compiled graph|Directly load AOT compilation"),
     # gpu_worker.py "Available KV cache memory: 2.31 GiB", "Memory profiling takes ..."; kv_cache_utils.py
     # "GPU KV cache size: 100,752 tokens", "Maximum concurrency for ..."; the CPU worker's "Auto set (...) GiB
     # for KV cache" / "Explicitly set (...) GiB for KV cache"; older engines' "# GPU blocks: N, # CPU blocks: M".
@@ -183,6 +205,21 @@ def milestone_of(line):
         if pattern.search(line):
             return milestone
     return None
+
+
+def phase_in_progress(lines):
+    """The name of the phase a start is in (that of the milestone after the furthest one its lines show), else None.
+
+    Before any milestone, the start is in its first phase (engine_init); once the API is up it is in none.
+    """
+    furthest = -1
+    for line in lines:
+        line = (line or "").rsplit("\r", 1)[-1]
+        for position, milestone in enumerate(MILESTONES):
+            if position > furthest and milestone.pattern.search(line):
+                furthest = position
+    following = furthest + 1
+    return MILESTONES[following].name if following < len(MILESTONES) else None
 
 
 # What each of LOAD_PHASE_PATTERNS tells, in their order.

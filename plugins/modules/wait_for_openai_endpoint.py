@@ -95,11 +95,25 @@ options:
         load hangs. Progress is a new line in the unit's journal, a change in what the endpoint answers, or, where
         NVML or C(nvidia-smi) reads the GPUs, their memory in use growing or shrinking by 256 MiB (journald holds a
         progress bar's updates until its line ends, so the weights load shows only on the GPUs).
+      - Lines that a waiting process repeats are not progress: vLLM's engine logs C(No available shared memory
+        broadcast block found in 60 seconds) once a minute through a slow silent phase and through a hang alike,
+        and its API server, at DEBUG, a C(Waiting for ... core engine) line every 10 seconds until its engine is up.
+        A stall names the last of them in RV(repeated_line).
       - The failure names the last progress line, the phase it tells and the seconds since (RV(stalled),
         RV(last_progress_line), RV(last_progress_phase), RV(seconds_since_progress)).
       - V(0) does not watch for a stall.
     type: int
     default: 0
+  phase_stall_timeouts:
+    description:
+      - Longer stall limits, in seconds, for the phases that are silent by nature, by the name of the phase (the
+        milestone it ends at, as in RV(start_phases)): V(engine_init), V(weights_loaded), V(torch_compile),
+        V(kv_cache), V(cuda_graphs), V(warmup) or V(api_up).
+      - While the start is in such a phase (the milestone before it is the furthest its journal shows), the wait
+        fails for a stall only after the larger of O(stall_timeout) and this limit. CUDA-graph capture and the
+        kernels' warm-up and autotuning update a carriage-return progress bar only, which journald does not pass on.
+    type: dict
+    default: {}
   progress_interval:
     description:
       - When above V(0), return after this many seconds with RV(ready=false) and a progress message
@@ -305,6 +319,13 @@ stalled:
   returned: when the wait stalled
   type: bool
   sample: true
+repeated_line:
+  description: The newest line that a waiting process repeated after the last progress, else V(null).
+  returned: when the wait stalled
+  type: str
+  sample: "(EngineCore_DP0 pid=4242) WARNING ... [shm_broadcast.py:501] No available shared memory broadcast block
+    found in 60 seconds. This typically happens when some processes are hanging or doing some time-consuming work
+    (e.g. compilation, weight/kv cache quantization)."
 last_progress_line:
   description: The newest journal line that told the load phase when the last progress was seen.
   returned: when the wait stalled
@@ -400,6 +421,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.llmops.vllm.plugins.module_utils._deadline import StaleToken
 from ansible_collections.llmops.vllm.plugins.module_utils._endpoint_probe import EndpointProbe, ReadinessWait
 from ansible_collections.llmops.vllm.plugins.module_utils._gpu_memory import GpuQueryError, open_reader
+from ansible_collections.llmops.vllm.plugins.module_utils._start_phases import PHASE_LABELS
 from ansible_collections.llmops.vllm.plugins.module_utils._systemd_unit import SystemdUnit, UnitQueryError
 from ansible_collections.llmops.vllm.plugins.module_utils._tls import client_context
 
@@ -420,6 +442,17 @@ def gpu_memory_reading(module):
     return used_mib
 
 
+def phase_limit_problem(limits):
+    """Why a phase_stall_timeouts mapping cannot be used, else None: a mistyped phase must not silently go unlimited."""
+    names = [name for name, _label in PHASE_LABELS]
+    for name, seconds in sorted(limits.items()):
+        if name not in names:
+            return "phase_stall_timeouts names no phase %r; the phases are %s" % (name, ", ".join(names))
+        if isinstance(seconds, bool) or not isinstance(seconds, int) or seconds < 0:
+            return "phase_stall_timeouts.%s must be a whole number of seconds, not negative; got %r" % (name, seconds)
+    return None
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -435,6 +468,7 @@ def main():
             progress_interval=dict(type="int", default=0),
             resume=dict(type="dict"),
             stall_timeout=dict(type="int", default=0),
+            phase_stall_timeouts=dict(type="dict", default={}),
         ),
         supports_check_mode=True,
     )
@@ -444,6 +478,8 @@ def main():
     if params["timeout"] < 0 or params["progress_interval"] < 0 or params["stall_timeout"] < 0 or params["sleep"] <= 0:
         result.update(failed=True, msg="timeout, progress_interval and stall_timeout must not be negative, sleep must "
                                        "be positive")
+    elif phase_limit_problem(params["phase_stall_timeouts"]):
+        result.update(failed=True, msg=phase_limit_problem(params["phase_stall_timeouts"]))
     elif params["unit"] and not systemctl:
         result.update(failed=True, msg="unit is set but systemctl is not in PATH on this host")
     else:
@@ -457,6 +493,7 @@ def main():
                                  smoke_test=params["smoke_test"], unit=unit,
                                  progress_interval=params["progress_interval"], resume=params["resume"],
                                  stall_timeout=params["stall_timeout"],
+                                 phase_stall_timeouts=params["phase_stall_timeouts"],
                                  gpu_memory=gpu_memory_reading(module) if params["stall_timeout"] and unit else None)
         except StaleToken as exc:
             result.update(failed=True, msg="resume does not continue a wait of this host: %s" % exc)

@@ -256,6 +256,11 @@ def _issue(state: dict[str, t.Any], now: float, step: str, side: str | None = No
         following['unit'] = _unit_of(state, side)
         following['variant_name'] = _name_of(state, side)
         following.setdefault('restart', False)
+        # A start that puts the baseline back (after a trial that did not keep its variant, or an operator's rollback)
+        # is never failed for a stall alone: that would leave nothing serving. It waits up to the readiness timeout
+        # while its unit lives.
+        puts_back = details.get('rolling_back') or state['mode'] == 'baseline'
+        following['stall_check'] = not (side == 'baseline' and puts_back)
     if step == 'persist':
         following['disable'] = [unit for unit in state['units'].values()
                                 if unit not in state['active'] and unit in state['installed']]

@@ -19,8 +19,10 @@ import pytest
 from ansible_collections.llmops.vllm.plugins.module_utils._start_phases import (
     LOAD_PHASE_PATTERNS,
     MILESTONES,
+    is_wait_symptom,
     kv_cache_capacity,
     milestone_of,
+    phase_in_progress,
     seconds_text,
     start_phases,
     start_summary,
@@ -207,6 +209,37 @@ def test_every_milestone_pattern_matches_the_words_vllm_writes():
                  "INFO [cpu_worker.py:120] Auto set (0.93/15.52) GiB for KV cache on node 0, with 7.76 GiB requested",
                  "INFO [executor_base.py:112] # cpu blocks: 9362, # CPU blocks: 0"):
         assert any(milestone.pattern.search(line) for milestone in MILESTONES), line
+
+
+def test_the_compile_time_line_of_vllm_0_32_ends_the_compile_phase():
+    # compilation/monitor.py of 0.32 says "took" (older releases "takes"), as published in a real start log:
+    # "(EngineCore pid=111) INFO 06-07 08:56:35 [monitor.py:53] torch.compile took 25.93 s in total".
+    line = "(EngineCore pid=111) INFO 06-07 08:56:35 [monitor.py:53] torch.compile took 25.93 s in total"
+    cached = ("(EngineCore pid=111) INFO 06-07 08:56:20 [decorators.py:501] Directly load AOT compilation from path "
+              "/var/lib/vllm/.cache/vllm/torch_compile_cache/torch_aot_compile/3a96/rank_0_0/model")
+
+    assert [milestone.name for milestone in MILESTONES if milestone.pattern.search(line)] == ["torch_compile"]
+    assert [milestone.name for milestone in MILESTONES if milestone.pattern.search(cached)] == ["torch_compile"]
+    assert milestone_of(line) == "torch.compile done"
+    phases = start_phases([(10.0, line)], 0.0, 12.0)
+    assert [phase["name"] for phase in phases] == ["torch_compile", "first_completion"]
+
+
+def test_the_phase_in_progress_follows_the_furthest_milestone_and_ignores_the_engines_wait_lines():
+    shm = ("(EngineCore_DP0 pid=7) WARNING 12-01 09:28:40 [shm_broadcast.py:501] No available shared memory broadcast "
+           "block found in 60 seconds. This typically happens when some processes are hanging or doing some "
+           "time-consuming work (e.g. compilation, weight/kv cache quantization).")
+    weights = "(Worker_TP0 pid=8) INFO 12-01 09:25:55 [default_loader.py:267] Loading weights took 24.06 seconds"
+    kv_cache = "(EngineCore_DP0 pid=7) INFO 12-01 09:27:20 [kv_cache_utils.py:1087] GPU KV cache size: 100,752 tokens"
+
+    assert is_wait_symptom(shm) and not is_wait_symptom(weights)
+    assert is_wait_symptom("(APIServer pid=6) DEBUG 12-01 09:26:00 [v1/engine/utils.py:950] Waiting for 1 local, 0 "
+                           "remote core engine proc(s) to start.")
+    assert phase_in_progress([]) == "engine_init"
+    assert phase_in_progress([weights, shm, shm]) == "torch_compile"
+    # A late line of a slower worker does not take the start back to an earlier phase.
+    assert phase_in_progress([kv_cache, weights, shm]) == "cuda_graphs"
+    assert phase_in_progress(["Starting vLLM API server 0 on http://127.0.0.1:8000"]) is None
 
 
 @pytest.mark.parametrize("seconds, text", [(0.04, "0.0 s"), (20.14, "20.1 s"), (599.9, "599.9 s"),

@@ -513,6 +513,84 @@ def test_new_journal_lines_or_growing_gpu_memory_are_progress(monkeypatch, clock
     assert result["last_progress_phase"] == "torch.compile"
 
 
+# The engine core's wait line, as published in start logs of real nodes (vLLM 0.1x-0.3x wording, unchanged in
+# distributed/device_communicators/shm_broadcast.py): logged once a minute while the workers do not answer, through a
+# slow phase and through a hang alike.
+SHM_WAIT = ("(EngineCore_DP0 pid=48201) WARNING 11-29 14:%02d:10 [shm_broadcast.py:501] No available shared memory "
+            "broadcast block found in 60 seconds. This typically happens when some processes are hanging or doing "
+            "some time-consuming work (e.g. compilation, weight/kv cache quantization).")
+# The API server's DEBUG poll of v1/engine/utils.py, every 10 s until the engine core's handshake.
+CORE_WAIT = "(APIServer pid=48100) DEBUG 11-29 14:%02d:%02d [v1/engine/utils.py:950] Waiting for 1 local, 0 remote " \
+            "core engine proc(s) to start."
+KV_CACHE_SIZED = WEIGHTS_LOADED + [
+    "(EngineCore_DP0 pid=48201) INFO 11-29 14:01:40 [monitor.py:53] torch.compile took 25.93 s in total",
+    "(EngineCore_DP0 pid=48201) INFO 11-29 14:01:52 [kv_cache_utils.py:1087] GPU KV cache size: 1,032,960 tokens",
+]
+
+
+def test_a_hang_that_only_repeats_the_engines_wait_line_fails_at_the_stall_timeout(monkeypatch, clock, server, systemd):
+    # An all-reduce deadlock after the weights load: GPU memory flat, the wait line once a minute, nothing else.
+    systemd.journal = list(WEIGHTS_LOADED)
+    systemd.gpu_used_mib = 69000
+    for minute in range(1, 40):
+        clock.at(60.0 * minute, lambda minute=minute: systemd.journal.append(SHM_WAIT % (minute % 60)))
+        clock.at(60.0 * minute + 30, lambda minute=minute: systemd.journal.append(CORE_WAIT % (minute % 60, 30)))
+
+    failed, result = run(monkeypatch, base_url=server.url, model="tiny", unit=UNIT, timeout=2400, sleep=2,
+                         stall_timeout=600, phase_stall_timeouts={"cuda_graphs": 1800})
+
+    assert failed and result["stalled"] is True
+    # Within the phase's limit plus one look (5 s), although a new line came every 30 s.
+    assert 600.0 <= result["elapsed"] <= 610.0
+    assert result["stall_limit"] == 600 and result["stalled_phase"] == "torch_compile"
+    assert result["last_progress_line"] == WEIGHTS_LOADED[1]
+    assert result["last_progress_phase"] == "weights load done"
+    assert "No available shared memory broadcast block" in result["repeated_line"] or \
+        "core engine proc(s) to start" in result["repeated_line"]
+    assert "since then the engine only repeats: " in result["msg"]
+
+
+def test_a_silent_graph_capture_longer_than_the_stall_timeout_is_waited_through(monkeypatch, clock, server, systemd):
+    # KV cache sized, then 15 minutes of carriage-return updates journald does not pass on, the wait line every minute.
+    systemd.journal = list(KV_CACHE_SIZED)
+    for minute in range(1, 15):
+        clock.at(60.0 * minute, lambda minute=minute: systemd.journal.append(SHM_WAIT % minute))
+    clock.at(900.0, lambda: systemd.journal.append(
+        "(EngineCore_DP0 pid=48201) INFO 11-29 14:17:10 [gpu_model_runner.py:4587] Graph capturing finished in "
+        "898 secs, took 1.92 GiB"))
+    clock.at(905.0, server.start)
+
+    failed, result = run(monkeypatch, base_url=server.url, model="tiny", unit=UNIT, timeout=2400, sleep=2,
+                         stall_timeout=600, phase_stall_timeouts={"cuda_graphs": 1800})
+
+    assert not failed and result["ready"] is True
+    assert 905.0 <= result["elapsed"] <= 908.0
+
+
+def test_without_a_phase_limit_the_same_silent_capture_fails_naming_its_phase(monkeypatch, clock, server, systemd):
+    systemd.journal = list(KV_CACHE_SIZED)
+    for minute in range(1, 15):
+        clock.at(60.0 * minute, lambda minute=minute: systemd.journal.append(SHM_WAIT % minute))
+
+    failed, result = run(monkeypatch, base_url=server.url, model="tiny", unit=UNIT, timeout=2400, sleep=2,
+                         stall_timeout=600)
+
+    assert failed and result["stalled"] is True
+    assert 600.0 <= result["elapsed"] <= 606.0
+    assert result["stalled_phase"] == "cuda_graphs" and result["last_progress_phase"] == "KV-cache profiling done"
+
+
+@pytest.mark.parametrize("limits, problem", [
+    ({"cuda_graph": 1800}, "phase_stall_timeouts names no phase 'cuda_graph'; the phases are engine_init, "),
+    ({"warmup": -1}, "phase_stall_timeouts.warmup must be a whole number of seconds, not negative; got -1"),
+])
+def test_a_phase_limit_that_names_no_phase_or_is_negative_is_refused(monkeypatch, clock, server, limits, problem):
+    failed, result = run(monkeypatch, base_url=server.url, phase_stall_timeouts=limits)
+
+    assert failed and result["msg"].startswith(problem)
+    assert result["attempts"] == 0
+
+
 @pytest.mark.parametrize("stall_timeout", [0, 600])
 def test_a_stall_timeout_off_or_longer_than_the_wait_leaves_the_timeout_exact(
         monkeypatch, clock, server, systemd, stall_timeout):

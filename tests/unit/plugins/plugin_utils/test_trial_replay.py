@@ -349,6 +349,11 @@ def test_a_load_that_stalls_is_rolled_back_and_its_record_says_where_it_stalled(
     record = history_lines(node)[-1]
     assert record['outcome'] == 'failed' and record['failure']['stalled'] is True
     assert record['failure']['last_progress_phase'] == 'cuda_graphs'
+    # The variant's start was watched for a stall; the rollback's start of the baseline is not (only the unit's death
+    # or the readiness timeout fails it): a stall there would leave nothing serving.
+    serves = [step for step in named if step['step'] == 'serve']
+    assert [(step['side'], step['stall_check']) for step in serves[-2:]] == [('variant', True), ('baseline', False)]
+    assert all(step['stall_check'] for step in serves[:-1])
 
 
 def test_a_variant_that_answers_otherwise_is_rolled_back_as_incorrect_whatever_its_speed():
@@ -480,6 +485,8 @@ def test_an_operators_rollback_blocks_the_running_variant_and_serves_the_baselin
     assert blocked['variant'] == 'ngram' and blocked['outcome'] == 'blocked'
     assert blocked['reason'].startswith('rolled back by operator ops@ctl at ') and blocked['vllm_version'] == '0.32.0'
     assert named[3]['out_of_service'] and node.running == [UNITS['baseline']]
+    # Putting the baseline back is never failed for a stall alone.
+    assert named[3]['stall_check'] is False
 
 
 def test_a_calibration_restarts_the_baseline_and_adds_its_summary_to_the_history():
