@@ -232,11 +232,13 @@ def provision(node, public_key, gpu_release_seconds):
                "UseDNS no\n" % (node.address, node.ssh_port))
     write_file(os.path.join(root, "root/.ssh/authorized_keys"), public_key, mode=0o600)
     os.chmod(os.path.join(root, "root/.ssh"), 0o700)
-    for name in ("nvidia-smi", "mock-gpu-hold"):
+    # nvidia-modprobe goes where the NVIDIA packages put it, which is where the vllm_service role looks for it.
+    for name, directory in (("nvidia-smi", "usr/local/bin"), ("mock-gpu-hold", "usr/local/bin"),
+                            ("nvidia-modprobe", "usr/bin")):
         with open(os.path.join(HERE, "files", name), encoding="utf-8") as handle:
             program = handle.read()
         # The interpreter line is added here: the mock host has python3 and no plain `python`.
-        write_file(os.path.join(root, "usr/local/bin", name), "#!/usr/bin/python3\n" + program, mode=0o755)
+        write_file(os.path.join(root, directory, name), "#!/usr/bin/python3\n" + program, mode=0o755)
     # The stand-in engine (files/standin), which a unit runs instead of vLLM when its environment puts it first on
     # PYTHONPATH: the scenarios that check orchestration only start it in seconds.
     standin = os.path.join(HERE, "files", "standin")

@@ -58,6 +58,10 @@ UNIT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]*\.service\Z")
 UNIT_NAME_MAX_LENGTH = 255
 
 
+# systemd's spellings of a true boolean (systemd.syntax(7)).
+_TRUE = ("1", "yes", "y", "true", "t", "on")
+
+
 class AdoptionError(ValueError):
     """The unit cannot be read as a vLLM server that the collection could take over."""
 
@@ -467,6 +471,7 @@ def read_unit(cat_text, read_file):
         "environment_files": environment_files,
         "user": last("User")[-1].value if last("User") else None,
         "group": last("Group")[-1].value if last("Group") else None,
+        "dynamic_user": bool(last("DynamicUser")) and last("DynamicUser")[-1].value.lower() in _TRUE,
         "server": server,
         "problems": problems,
     }
@@ -511,6 +516,27 @@ def inventory_spec(unit_name, unit, version=None):
     if server["speculative_config"] is not None:
         spec["vllm_variants"] = {"baseline": {"speculative_config": server["speculative_config"]}}
     return spec
+
+
+def root_refusal(unit_name, unit):
+    """Why a unit that runs as root is not adopted, or None when it runs as an account of its own.
+
+    The rule: a unit runs as root when its User= (after its drop-ins) is root or 0, or when it sets no User= and
+    no DynamicUser=yes, for systemd then starts it as root. Such a unit is refused, restart asked or not. The
+    collection runs vLLM as a non-root vllm_user and never changes an existing account: it cannot take the unit over
+    as it runs, and a restart would move a server that has read and written as root (the model, HOME and its
+    caches) to another account, and find out whether that account can read the model only after a full load.
+    """
+    user = unit.get("user") or ""
+    if user in ("root", "0"):
+        why = "User=%s" % user
+    elif not user and not unit.get("dynamic_user"):
+        why = "it sets no User=, so systemd starts it as root"
+    else:
+        return None
+    return ("vllm_user: %s runs as root (%s). The collection runs vLLM only as a non-root vllm_user and never changes "
+            "an existing account, so it neither takes this unit over nor restarts it as another account. Give the "
+            "unit a non-root User= that can read the model, restart it, and adopt it then" % (unit_name, why))
 
 
 def _same(left, right):

@@ -32,7 +32,9 @@ description:
     and equivalent; V(take_over) (write the unit, reload systemd, no restart) when equivalent; V(restart) when not equivalent and
     O(restart) is set; V(refuse) otherwise, and RV(reason) says why and how to go on.
   - Fails, before anything changes, when the unit is not loaded, is not running, is an alias, or does not run a
-    vLLM server.
+    vLLM server; and, when O(expected) is set, when it runs as root (C(User=root), or no C(User=) and no
+    C(DynamicUser=yes)). The collection runs vLLM only as a non-root O(user) and never changes an existing account,
+    so such a unit is neither taken over nor restarted, whatever O(restart) says.
 author:
   - llmops.vllm maintainers (!UNKNOWN)
 extends_documentation_fragment:
@@ -227,6 +229,7 @@ from ansible_collections.llmops.vllm.plugins.module_utils._unit_adoption import 
     inventory_spec,
     parse_process_environment,
     read_unit,
+    root_refusal,
     stale_environment,
     unit_name_problem,
     venv_release,
@@ -341,6 +344,9 @@ def main():
                                   before_header="%s (running)" % name, after_header="%s (the collection's)" % name)
     expected = params["expected"]
     if expected is not None:
+        refusal = root_refusal(name, unit)
+        if refusal:
+            module.fail_json(msg=refusal, unit=name, user=unit["user"])
         if not isinstance(expected.get("argv"), list) or not isinstance(expected.get("environment") or {}, dict):
             module.fail_json(msg="expected: must be a variant spec with argv (a list) and environment (a dict), as "
                                  "the llmops.vllm.variant_specs filter returns it", unit=name)

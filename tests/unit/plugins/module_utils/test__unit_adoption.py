@@ -17,6 +17,7 @@ from ansible_collections.llmops.vllm.plugins.module_utils._unit_adoption import 
     parse_process_environment,
     parse_systemctl_cat,
     read_unit,
+    root_refusal,
     server_command,
     split_exec,
     stale_environment,
@@ -137,3 +138,42 @@ def test_the_process_environment_is_compared_for_the_declared_names_only():
     assert [(d["setting"], d["running"]) for d in stale] == [
         ("environment.A", "1"), ("environment.C", None), ("environment.HF_TOKEN", "(secret)")]
     assert "tok-before" not in repr(stale) and "tok-after" not in repr(stale)
+
+
+SERVER = "ExecStart=/opt/vllm/0.32.0/bin/vllm serve /srv/m\n"
+
+
+@pytest.mark.parametrize("cat, why", [
+    ("# /etc/systemd/system/x.service\n[Service]\n" + SERVER, "it sets no User=, so systemd starts it as root"),
+    ("# /etc/systemd/system/x.service\n[Service]\nUser=root\n" + SERVER, "User=root"),
+    ("# /etc/systemd/system/x.service\n[Service]\nUser=0\nGroup=vllm\n" + SERVER, "User=0"),
+    # A drop-in has the last word: one that empties User= puts the unit back to root.
+    ("# /etc/systemd/system/x.service\n[Service]\nUser=vllm\n" + SERVER
+     + "\n# /etc/systemd/system/x.service.d/10-root.conf\n[Service]\nUser=\n",
+     "it sets no User=, so systemd starts it as root"),
+    # User= in another section is not the service's.
+    ("# /etc/systemd/system/x.service\n[Unit]\nUser=vllm\n[Service]\n" + SERVER,
+     "it sets no User=, so systemd starts it as root"),
+])
+def test_a_unit_that_runs_as_root_is_refused_naming_vllm_user(cat, why):
+    message = root_refusal("x.service", read_unit(cat, lambda path: ""))
+    assert message == (
+        "vllm_user: x.service runs as root (%s). The collection runs vLLM only as a non-root vllm_user and never "
+        "changes an existing account, so it neither takes this unit over nor restarts it as another account. Give "
+        "the unit a non-root User= that can read the model, restart it, and adopt it then" % why)
+
+
+@pytest.mark.parametrize("service", [
+    "User=vllm\n", "User=alice\nGroup=alice\n", "DynamicUser=yes\n", "DynamicUser=on\nUser=vllm\n",
+    "User=root\n# a drop-in below\n",
+])
+def test_a_unit_with_an_account_of_its_own_is_not_refused(service):
+    cat = "# /etc/systemd/system/x.service\n[Service]\n%s%s" % (service, SERVER)
+    if service.endswith("# a drop-in below\n"):
+        cat += "\n# /etc/systemd/system/x.service.d/10-user.conf\n[Service]\nUser=vllm\n"
+    assert root_refusal("x.service", read_unit(cat, lambda path: "")) is None
+
+
+def test_dynamic_user_off_is_root_again():
+    cat = "# /etc/systemd/system/x.service\n[Service]\nDynamicUser=no\n" + SERVER
+    assert root_refusal("x.service", read_unit(cat, lambda path: "")).startswith("vllm_user: x.service runs as root")

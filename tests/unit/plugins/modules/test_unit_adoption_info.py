@@ -251,3 +251,21 @@ def test_a_file_edited_since_the_start_is_not_what_runs(monkeypatch, node):
     failed, result = run(monkeypatch, expected=baseline(), user="vllm", group="vllm",
                          secret_environment={"VLLM_API_KEY": "s3cr3t-value"})
     assert result["equivalent"] is True
+
+
+@pytest.mark.parametrize("user_line, why", [("", "it sets no User="), ("User=root\n", "User=root")])
+@pytest.mark.parametrize("restart", [False, True])
+def test_a_unit_that_runs_as_root_is_refused_before_anything_changes(monkeypatch, node, user_line, why, restart):
+    node.cat = SEED.replace("{envfile}", str(node.envfile)).replace("User=vllm\n", user_line)
+    failed, result = run(monkeypatch, expected=baseline(), user="vllm", group="vllm", restart=restart,
+                         secret_environment={"VLLM_API_KEY": "s3cr3t-value"})
+    assert failed
+    assert result["msg"].startswith("vllm_user: %s runs as root (%s" % (UNIT, why))
+    assert "action" not in result and "s3cr3t-value" not in repr(result)
+
+
+def test_a_root_unit_is_still_read_when_nothing_is_decided(monkeypatch, node):
+    node.cat = SEED.replace("{envfile}", str(node.envfile)).replace("User=vllm\n", "")
+    failed, result = run(monkeypatch)
+    assert not failed and result["user"] is None and result["action"] is None
+    assert "vllm_user" not in result["spec"]
