@@ -267,7 +267,7 @@ class ReadinessWait:
         self.phase_stall_timeouts = dict(phase_stall_timeouts or {})
         self.gpu_memory = gpu_memory
         self.progress = {"at": None, "mark": None, "line": None, "gpu_mib": None, "checked": 0.0, "symptom": None,
-                         "phase": None}
+                         "phase": None, "gpu_unread": False}
         self.model = model
         self.smoke_test = smoke_test
         self.unit = unit
@@ -387,6 +387,10 @@ class ReadinessWait:
         last_own = own[-1] if own else (self.progress["mark"] or [None])[0]
         mark = [last_own, seen.last_seen, sorted(self.stages)]
         gpu_mib = self.gpu_memory() if self.gpu_memory else None
+        if self.gpu_memory and gpu_mib is None and not self.progress.get("gpu_unread"):
+            self.progress["gpu_unread"] = True
+            self.warnings.append("the GPUs' memory in use is not reported (NVML or nvidia-smi gives no figure): the "
+                                 "stall check watches the journal and the endpoint only")
         previous_mib = self.progress["gpu_mib"]
         grew = gpu_mib is not None and previous_mib is not None and abs(gpu_mib - previous_mib) >= GPU_PROGRESS_MIB
         if self.progress["at"] is None or mark != self.progress["mark"] or grew:

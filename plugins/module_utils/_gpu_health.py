@@ -4,9 +4,11 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """The GPUs' health readings, through NVML or nvidia-smi, and the node's readings a tensor-parallel load depends on.
 
-One row per GPU (persistence, ECC, retired pages, row remaps, clocks, throttle reasons, power limit, PCIe link)
-and the node's: the driver's CUDA version, the peer-to-peer matrix and the IOMMU. A reading the GPU does not
-report is None, as nvidia-smi's [N/A] is; what the readings mean is _gpu_findings'.
+One row per GPU (a fault, persistence, ECC mode and errors, retired pages, row remaps, clocks, throttle reasons,
+power limit, PCIe link) and the node's: the driver's CUDA version, the peer-to-peer matrix, the IOMMU and the Xid
+events in the kernel log. A reading the GPU does not report is None, as nvidia-smi's [N/A] is; a GPU that is faulted
+(NVML's "GPU requires reset", "GPU is lost", "Unknown Error") has its fault and no other reading. What the readings
+mean is _gpu_findings'.
 """
 
 from __future__ import annotations
@@ -14,18 +16,32 @@ from __future__ import annotations
 import os
 import re
 
-from ansible_collections.llmops.vllm.plugins.module_utils._gpu_memory import GpuQueryError, csv_rows, text_field
+from ansible_collections.llmops.vllm.plugins.module_utils._gpu_memory import (
+    GpuFault,
+    GpuQueryError,
+    fault_text,
+    gpu_rows,
+    lost_gpu_lines,
+    nvml_fault,
+    text_field,
+)
 
 CSV_FORMAT = "csv,noheader,nounits"
-# name is the one free-text column (it may hold commas): two fields before it, the rest after it.
+# name is the one free-text column (it may hold commas): two fields before it, the rest after it. temperature.gpu and
+# pstate are read only because a faulted GPU reads [GPU requires reset] there while other columns may still read.
 HEALTH_FIELDS = ("index", "uuid", "name", "pci.bus_id", "driver_version", "persistence_mode",
                  "ecc.errors.uncorrected.volatile.total", "ecc.errors.uncorrected.aggregate.total",
                  "retired_pages.pending", "clocks.sm", "clocks.max.sm", "clocks_event_reasons.active",
                  "power.limit", "power.default_limit", "pcie.link.gen.current", "pcie.link.gen.max",
-                 "pcie.link.width.current", "pcie.link.width.max")
+                 "pcie.link.width.current", "pcie.link.width.max", "ecc.mode.current", "temperature.gpu", "pstate")
 # Drivers before 535 call the throttle reasons by their older name.
 OLD_FIELD_NAMES = {"clocks_event_reasons.active": "clocks_throttle_reasons.active"}
 REMAP_FIELDS = ("gpu_bus_id", "remapped_rows.pending", "remapped_rows.failure")
+# The keys of a GPU's row, whichever way it was read.
+ROW_KEYS = ("index", "uuid", "name", "bus_id", "fault", "driver_version", "persistence_mode", "ecc_mode",
+            "ecc_volatile_uncorrected", "ecc_aggregate_uncorrected", "retired_pages_pending", "remap_pending",
+            "remap_failed", "clock_sm_mhz", "clock_sm_max_mhz", "throttle_mask", "throttle_reasons", "power_limit_w",
+            "power_default_limit_w", "pcie_gen", "pcie_gen_max", "pcie_width", "pcie_width_max")
 
 # NVML's clock event (throttle) reason bits, nvml.h's nvmlClocksEventReasons.
 THROTTLE_REASONS = (
@@ -39,18 +55,31 @@ THROTTLE_REASONS = (
     (0x80, "hw_power_brake_slowdown"),
     (0x100, "display_clock_setting"),
 )
-# nvidia-smi topo -p2p r's legend, and NVML's nvmlGpuP2PStatus in the same order.
+# nvidia-smi topo -p2p r's legend (DR in current drivers, DRK in older ones), and NVML's nvmlGpuP2PStatus in order.
 P2P_STATUS = {
     "OK": "supported",
     "CNS": "chipset not supported",
     "GNS": "GPU not supported",
     "TNS": "topology not supported",
+    "DR": "disabled by registry key",
     "DRK": "disabled by registry key",
     "NS": "not supported",
     "U": "unknown",
 }
-NVML_P2P_STATUS = ("OK", "CNS", "GNS", "TNS", "DRK", "NS", "U")
-_CUDA_VERSION = re.compile(r"CUDA Version\s*:\s*([0-9]+\.[0-9]+)")
+NVML_P2P_STATUS = ("OK", "CNS", "GNS", "TNS", "DR", "NS", "U")
+# Drivers from 610 on print "CUDA UMD Version: 13.3" where older ones print "CUDA Version: 12.8".
+_CUDA_VERSION = re.compile(r"CUDA (?:UMD )?Version\s*:\s*([0-9]+\.[0-9]+)")
+# Terminal escape sequences: nvidia-smi underlines topo's header with ESC[4m ... ESC[0m even into a pipe.
+_ESCAPE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+# The driver's Xid line, "NVRM: Xid (PCI:0000:2b:00): 79, pid=..., GPU has fallen off the bus."; drivers before 400
+# left out "PCI:".
+_XID = re.compile(r"NVRM: Xid \((?:PCI:)?([0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2})(?:\.[0-9a-fA-F])?\): "
+                  r"(\d+)\s*,?\s*(.*)$")
+
+
+def strip_escapes(text):
+    """Text without terminal escape sequences."""
+    return _ESCAPE.sub("", text or "")
 
 
 def number(value):
@@ -100,23 +129,32 @@ def _bus_id(value):
     return value or None
 
 
-def parse_health(output, fields=HEALTH_FIELDS):
-    """One row per GPU from `--query-gpu=<HEALTH_FIELDS>` CSV."""
+def empty_row(index, fault=None, **known):
+    """A GPU's row with nothing read: what a faulted GPU gives."""
+    row = dict((key, None) for key in ROW_KEYS)
+    row.update(known, index=index, fault=fault)
+    return row
+
+
+def parse_health(output, fields=HEALTH_FIELDS, errors=""):
+    """One row per GPU from `--query-gpu=<HEALTH_FIELDS>` CSV, a faulted GPU's included (see gpu_rows)."""
     rows = []
-    for values in csv_rows(output, 2, len(fields) - 3):
-        raw = dict(zip(fields, values))
-        try:
-            index = int(raw["index"])
-        except ValueError:
-            raise GpuQueryError("unexpected GPU index %r in nvidia-smi output" % raw["index"]) from None
+    for index, values, fault in gpu_rows(output, 2, len(fields) - 3, errors):
+        raw = dict(zip(fields, values or ()))
+        if fault or values is None:
+            rows.append(empty_row(index, fault, uuid=text_field(raw.get("uuid", "")),
+                                  name=text_field(raw.get("name", "")), bus_id=_bus_id(raw.get("pci.bus_id", ""))))
+            continue
         mask = number(raw.get("clocks_event_reasons.active", raw.get("clocks_throttle_reasons.active", "")))
         rows.append({
             "index": index,
             "uuid": text_field(raw["uuid"]),
             "name": text_field(raw["name"]),
             "bus_id": _bus_id(raw["pci.bus_id"]),
+            "fault": None,
             "driver_version": text_field(raw["driver_version"]),
             "persistence_mode": flag(raw["persistence_mode"]),
+            "ecc_mode": flag(raw.get("ecc.mode.current", "")),
             "ecc_volatile_uncorrected": number(raw["ecc.errors.uncorrected.volatile.total"]),
             "ecc_aggregate_uncorrected": number(raw["ecc.errors.uncorrected.aggregate.total"]),
             "retired_pages_pending": flag(raw["retired_pages.pending"]),
@@ -141,27 +179,38 @@ def parse_remapped_rows(output):
     remaps = {}
     for line in output.splitlines():
         fields = [field.strip() for field in line.split(",")]
-        if len(fields) != len(REMAP_FIELDS) or not fields[0]:
+        if len(fields) != len(REMAP_FIELDS) or not fields[0] or fields[0].startswith("["):
             continue
         remaps[_bus_id(fields[0])] = (flag(fields[1]), flag(fields[2]))
     return remaps
 
 
+def _gpu_number(word):
+    if word.startswith("GPU") and word[3:].isdigit():
+        return int(word[3:])
+    return None
+
+
 def parse_p2p(output):
-    """{(a, b): status} for a != b from `nvidia-smi topo -p2p r`; the legend after the matrix is ignored."""
+    """{(a, b): status} for a != b from `nvidia-smi topo -p2p r`; the legend after the matrix is ignored.
+
+    The header's underline escapes are removed first; a matrix that cannot be read gives fewer pairs (or none),
+    which the preflight reports as p2p_unreadable rather than as a pass.
+    """
     matrix = {}
     columns = None
-    for line in output.splitlines():
+    for line in strip_escapes(output).splitlines():
         words = line.split()
         if not words:
             continue
         if columns is None:
-            if all(word.startswith("GPU") for word in words):
-                columns = [int(word[3:]) for word in words]
+            numbers = [_gpu_number(word) for word in words]
+            if None not in numbers:
+                columns = numbers
             continue
-        if not words[0].startswith("GPU") or len(words) != len(columns) + 1:
+        row = _gpu_number(words[0])
+        if row is None or len(words) != len(columns) + 1:
             break
-        row = int(words[0][3:])
         for column, status in zip(columns, words[1:]):
             if column != row:
                 matrix[(row, column)] = status.upper()
@@ -174,6 +223,30 @@ def parse_cuda_version(output):
     return match.group(1) if match else None
 
 
+def parse_xids(text, gpus=()):
+    """Xid events in kernel log text: [{"xid", "bus_id", "gpu", "count", "message"}], one per Xid and GPU, in order.
+
+    gpu is the index of the GPU on that bus (from gpus' bus_id), None for a bus no GPU read has; message is the
+    first event's text.
+    """
+    index_of = {}
+    for gpu in gpus:
+        if gpu.get("bus_id"):
+            index_of[gpu["bus_id"].rsplit(".", 1)[0]] = gpu["index"]
+    events = {}
+    for line in (text or "").splitlines():
+        match = _XID.search(line)
+        if not match:
+            continue
+        bus = _bus_id(match.group(1) + ".0").rsplit(".", 1)[0]
+        key = (int(match.group(2)), bus)
+        if key not in events:
+            events[key] = {"xid": key[0], "bus_id": bus, "gpu": index_of.get(bus), "count": 0,
+                           "message": match.group(3).strip()}
+        events[key]["count"] += 1
+    return list(events.values())
+
+
 class NvidiaSmiHealth:
     source = "nvidia-smi"
 
@@ -182,37 +255,39 @@ class NvidiaSmiHealth:
         self._nvidia_smi = nvidia_smi
 
     def _run(self, argv):
+        """(rc, stdout, stderr, what to quote): nvidia-smi exits non-zero when it cannot open a GPU."""
         rc, out, err = self._run_command([self._nvidia_smi] + argv)
-        return rc, out, (err or out).strip()
+        return rc, out or "", err or "", (err or out or "").strip()
 
     def _gpus(self):
         fields = HEALTH_FIELDS
-        rc, out, err = self._run(["--query-gpu=" + ",".join(fields), "--format=" + CSV_FORMAT])
-        if rc != 0 and "not a valid field" in err:
+        rc, out, err, said = self._run(["--query-gpu=" + ",".join(fields), "--format=" + CSV_FORMAT])
+        if rc != 0 and "not a valid field" in said:
             fields = tuple(OLD_FIELD_NAMES.get(field, field) for field in fields)
-            rc, out, err = self._run(["--query-gpu=" + ",".join(fields), "--format=" + CSV_FORMAT])
-        if rc != 0:
-            raise GpuQueryError("nvidia-smi --query-gpu failed (rc %d): %s" % (rc, err))
-        return parse_health(out, fields)
+            rc, out, err, said = self._run(["--query-gpu=" + ",".join(fields), "--format=" + CSV_FORMAT])
+        if rc != 0 and not lost_gpu_lines(out, err):
+            raise GpuQueryError("nvidia-smi --query-gpu failed (rc %d): %s" % (rc, said))
+        return parse_health(out, fields, err)
 
     def read(self):
         """(gpus, node, notes): notes say which readings this node's nvidia-smi could not give."""
         gpus, notes = self._gpus(), []
-        rc, out, err = self._run(["--query-remapped-rows=" + ",".join(REMAP_FIELDS), "--format=" + CSV_FORMAT])
-        if rc == 0:
+        rc, out, err, said = self._run(["--query-remapped-rows=" + ",".join(REMAP_FIELDS), "--format=" + CSV_FORMAT])
+        if rc == 0 or lost_gpu_lines(out, err):
             remaps = parse_remapped_rows(out)
             for gpu in gpus:
-                gpu["remap_pending"], gpu["remap_failed"] = remaps.get(gpu["bus_id"], (None, None))
+                if not gpu["fault"]:
+                    gpu["remap_pending"], gpu["remap_failed"] = remaps.get(gpu["bus_id"], (None, None))
         else:
-            notes.append("row remapping not reported (GPUs before Ampere retire pages instead): %s" % err)
-        rc, out, err = self._run(["topo", "-p2p", "r"])
+            notes.append("row remapping not reported (GPUs before Ampere retire pages instead): %s" % said)
+        rc, out, err, said = self._run(["topo", "-p2p", "r"])
         p2p = parse_p2p(out) if rc == 0 else None
-        if p2p is None:
-            notes.append("the peer-to-peer matrix was not reported: %s" % err)
-        rc, out, err = self._run([])
-        node = {"driver_version": gpus[0]["driver_version"] if gpus else None,
-                "cuda_driver_version": parse_cuda_version(out) if rc == 0 else None,
-                "p2p": p2p}
+        rc, summary, err, _said = self._run([])
+        working = [gpu for gpu in gpus if not gpu["fault"]]
+        node = {"driver_version": working[0]["driver_version"] if working else None,
+                # The summary still prints its header when a GPU cannot be opened.
+                "cuda_driver_version": parse_cuda_version(summary),
+                "p2p": p2p, "p2p_error": None if p2p is not None else said}
         return gpus, node, notes
 
     def close(self):
@@ -227,13 +302,19 @@ class NvmlHealth:
         nvml.nvmlInit()
 
     def _call(self, name, *args):
-        """An NVML reading, or None where this GPU or driver does not give it (nvidia-smi's [N/A])."""
+        """An NVML reading, or None where this GPU or driver does not give it (nvidia-smi's [N/A]).
+
+        A faulted GPU raises GpuFault, as nvidia-smi writes [GPU requires reset] for it.
+        """
         function = getattr(self._nvml, name, None)
         if function is None:
             return None
         try:
             return function(*args)
-        except self._nvml.NVMLError:
+        except self._nvml.NVMLError as exc:
+            fault = nvml_fault(exc)
+            if fault:
+                raise GpuFault(fault) from None
             return None
 
     @staticmethod
@@ -242,6 +323,8 @@ class NvmlHealth:
 
     def _gpu(self, index, handle):
         nvml = self._nvml
+        self._call("nvmlDeviceGetTemperature", handle, getattr(nvml, "NVML_TEMPERATURE_GPU", 0))
+        self._call("nvmlDeviceGetPerformanceState", handle)
         pci = self._call("nvmlDeviceGetPciInfo", handle)
         remaps = self._call("nvmlDeviceGetRemappedRows", handle)
         mask = self._call("nvmlDeviceGetCurrentClocksEventReasons", handle)
@@ -252,13 +335,17 @@ class NvmlHealth:
         default_limit = self._call("nvmlDeviceGetPowerManagementDefaultLimit", handle)
         persistence = self._call("nvmlDeviceGetPersistenceMode", handle)
         pending_pages = self._call("nvmlDeviceGetRetiredPagesPendingStatus", handle)
+        # (current, pending)
+        ecc_mode = self._call("nvmlDeviceGetEccMode", handle)
         return {
             "index": index,
             "uuid": self._text(self._call("nvmlDeviceGetUUID", handle)),
             "name": self._text(self._call("nvmlDeviceGetName", handle)),
             "bus_id": _bus_id(self._text(pci.busId)) if pci is not None else None,
+            "fault": None,
             "driver_version": self._text(self._call("nvmlSystemGetDriverVersion")),
             "persistence_mode": None if persistence is None else bool(persistence),
+            "ecc_mode": bool(ecc_mode[0]) if ecc_mode is not None else None,
             "ecc_volatile_uncorrected": self._call("nvmlDeviceGetTotalEccErrors", handle, uncorrected,
                                                    getattr(nvml, "NVML_VOLATILE_ECC", 0)),
             "ecc_aggregate_uncorrected": self._call("nvmlDeviceGetTotalEccErrors", handle, uncorrected,
@@ -279,21 +366,62 @@ class NvmlHealth:
             "pcie_width_max": self._call("nvmlDeviceGetMaxPcieLinkWidth", handle),
         }
 
+    def _identity(self, handle):
+        """What a faulted GPU may still say about itself, as nvidia-smi's row of it may still name it."""
+        known = {}
+        for key, name in (("uuid", "nvmlDeviceGetUUID"), ("name", "nvmlDeviceGetName"),
+                          ("bus_id", "nvmlDeviceGetPciInfo")):
+            try:
+                value = self._call(name, handle)
+            except GpuFault:
+                continue
+            if key == "bus_id":
+                value = _bus_id(self._text(value.busId)) if value is not None else None
+            known[key] = self._text(value)
+        return known
+
+    def _p2p(self, first, second, read_caps):
+        try:
+            status = self._call("nvmlDeviceGetP2PStatus", first, second, read_caps)
+        except GpuFault:
+            return None
+        return NVML_P2P_STATUS[status] if status in range(len(NVML_P2P_STATUS)) else None
+
     def read(self):
         nvml = self._nvml
-        handles = [nvml.nvmlDeviceGetHandleByIndex(index) for index in range(nvml.nvmlDeviceGetCount())]
-        gpus = [self._gpu(index, handle) for index, handle in enumerate(handles)]
+        try:
+            count = nvml.nvmlDeviceGetCount()
+        except nvml.NVMLError as exc:
+            raise GpuQueryError("NVML could not count the GPUs: %s" % exc) from None
+        gpus, handles = [], {}
+        for index in range(count):
+            try:
+                handle = nvml.nvmlDeviceGetHandleByIndex(index)
+            except nvml.NVMLError as exc:
+                # nvidia-smi's "Unable to determine the device handle for GPU...".
+                gpus.append(empty_row(index, nvml_fault(exc) or fault_text(str(exc))))
+                continue
+            try:
+                gpus.append(self._gpu(index, handle))
+                handles[index] = handle
+            except GpuFault as fault:
+                gpus.append(empty_row(index, fault.fault, **self._identity(handle)))
         p2p = {}
         read_caps = getattr(nvml, "NVML_P2P_CAPS_INDEX_READ", 0)
-        for row, first in enumerate(handles):
-            for column, second in enumerate(handles):
+        for row, first in handles.items():
+            for column, second in handles.items():
                 if row != column:
-                    status = self._call("nvmlDeviceGetP2PStatus", first, second, read_caps)
-                    p2p[(row, column)] = NVML_P2P_STATUS[status] if status in range(len(NVML_P2P_STATUS)) else "U"
-        cuda = self._call("nvmlSystemGetCudaDriverVersion")
-        node = {"driver_version": gpus[0]["driver_version"] if gpus else None,
+                    status = self._p2p(first, second, read_caps)
+                    if status is not None:
+                        p2p[(row, column)] = status
+        try:
+            cuda = self._call("nvmlSystemGetCudaDriverVersion")
+        except GpuFault:
+            cuda = None
+        working = [gpu for gpu in gpus if not gpu["fault"]]
+        node = {"driver_version": working[0]["driver_version"] if working else None,
                 "cuda_driver_version": "%d.%d" % (cuda // 1000, cuda % 1000 // 10) if cuda else None,
-                "p2p": p2p}
+                "p2p": p2p, "p2p_error": None}
         return gpus, node, []
 
     def close(self):

@@ -12,21 +12,33 @@ version_added: 1.1.0
 description:
   - Reads, without changing anything, what a tensor-parallel vLLM load on the node depends on, one row per GPU
     and node-wide, and judges each reading by a documented rule as an error or a warning.
-  - Per GPU, persistence mode, uncorrected ECC errors (volatile and aggregate), retired pages pending, row
-    remaps pending or failed, SM clocks and throttle reasons, the power limit against its default, and the PCIe
-    link's generation and width against their maximum.
+  - Per GPU, whether it is faulted, persistence mode, the ECC mode and uncorrected ECC errors (volatile and
+    aggregate), retired pages pending, row remaps pending or failed, SM clocks and throttle reasons, the power limit
+    against its default, and the PCIe link's width against its maximum (its generation only as seen under load, see
+    O(pcie_gen_under_load)).
   - For the node, the driver's CUDA version against the CUDA the target venv's torch was built for, the
     peer-to-peer matrix between the selected GPUs and the NCCL settings that fit it, the IOMMU's mode for the
-    GPUs, and the free disk where vLLM keeps its compile cache.
+    GPUs, the Xid events in the kernel log since boot, the GPU count against O(world_size), and the free disk where
+    vLLM keeps its compile cache.
   - Reads through NVML when the C(pynvml) Python module (from C(nvidia-ml-py)) imports and initialises,
-    else through C(nvidia-smi --query-gpu), C(--query-remapped-rows) and C(topo -p2p r).
+    else through C(nvidia-smi --query-gpu), C(--query-remapped-rows), C(topo -p2p r) (its header's underline escape
+    codes removed) and C(nvidia-smi)'s summary. Both give the same rows and the same findings.
+  - A GPU is faulted where nvidia-smi writes V([GPU requires reset]), V([GPU is lost]) or V([Unknown Error]) in
+    place of a reading, or cannot open it (C(Unable to determine the device handle for GPU...)), and where NVML
+    raises C(NVMLError_ResetRequired), C(NVMLError_GpuIsLost) or C(NVMLError_Unknown). Other bracketed values
+    (V([N/A]), V([Not Supported]), V([Insufficient Permissions])) are readings the GPU does not give, V(null).
   - The module fails only when nothing could be read. What the readings mean is in RV(findings) and RV(passed);
     the caller stops on an error. Warnings are also printed as Ansible warnings.
-  - "Rules and their severity: an B(error) for V(row_remap_pending), V(row_remap_failed),
-    V(retired_pages_pending), V(ecc_volatile_uncorrected), V(pcie_width_below_max), V(throttle_hardware),
-    V(cuda_driver_too_old) and V(compile_cache_disk_low); a B(warning) for V(ecc_aggregate_uncorrected),
-    V(pcie_gen_below_max) (an idle GPU lowers its link's generation), V(throttle_software),
-    V(power_limit_below_default), V(persistence_off), V(p2p_unsupported) and V(p2p_iommu_translating)."
+  - "Rules and their severity: an B(error) for V(gpu_fault), V(row_remap_pending), V(row_remap_failed),
+    V(retired_pages_pending), V(ecc_volatile_uncorrected), V(xid_fallen_off_bus) (Xid 79),
+    V(xid_double_bit_ecc) (Xid 48), V(pcie_width_below_max), V(throttle_hardware), V(cuda_driver_too_old),
+    V(gpu_count_below_world_size) and V(compile_cache_disk_low); a B(warning) for V(ecc_aggregate_uncorrected),
+    V(ecc_disabled), V(pcie_gen_below_max), V(throttle_software), V(power_limit_below_default),
+    V(persistence_off), V(p2p_unsupported), V(p2p_unreadable) and V(p2p_iommu_translating). Any other Xid is a
+    note."
+  - "V(cuda_driver_too_old) follows CUDA's minor version compatibility: a driver of a lower CUDA major version than
+    torch's fails; within one major version, from CUDA 11.1 on, a driver for 12.8 runs a torch built for 12.9, with
+    a note, since features that need the newer driver and PTX that only the newer driver can JIT-compile still fail."
 author:
   - llmops.vllm maintainers (!UNKNOWN)
 extends_documentation_fragment:
@@ -74,13 +86,42 @@ options:
     type: list
     elements: str
     default: []
+  pcie_gen_under_load:
+    description:
+      - "The highest PCIe link generation each GPU was seen at under load, by GPU index, such as V({0: 5, 1: 4}),
+        from C(nvidia-smi --query-gpu=index,pcie.link.gen.current) read while the GPUs serve."
+      - A GPU's generation below its C(pcie.link.gen.max) (what the GPU and the slot both allow) here is
+        V(pcie_gen_below_max). The generation read by the preflight itself is never judged, since an idle GPU trains
+        its link down (a Blackwell board at P8 reads generation 1 of 5 without always setting the idle reason); it
+        is a note.
+    type: dict
+    default: {}
+  world_size:
+    description:
+      - The GPUs the target's engine needs, C(tensor_parallel_size) times C(pipeline_parallel_size). Fewer selected
+        GPUs is V(gpu_count_below_world_size). Not judged when not set.
+    type: int
+  kernel_log:
+    description:
+      - Read the kernel log since boot (C(journalctl -k -b -o cat), else C(dmesg)) for the driver's Xid events.
+        Xid 79 and 48 on a selected GPU, or on a bus no GPU answered for, are errors; any other Xid is a note.
+      - A log that cannot be read is a note.
+    type: bool
+    default: true
 requirements:
   - The NVIDIA driver with C(nvidia-smi), or the C(pynvml) Python module, on the managed host.
 seealso:
   - module: llmops.vllm.wait_for_gpu_memory
 notes:
-  - A PCIe link's generation drops while the GPU is idle, which is why a generation below its maximum is a
-    warning; a width below its maximum does not recover under load and is an error.
+  - A PCIe link's generation drops while the GPU is idle, which is why only a generation seen under load
+    (O(pcie_gen_under_load)) is judged; a width below its maximum does not recover under load and is an error.
+  - The fix of V(p2p_unsupported) sets C(NCCL_P2P_DISABLE=1) for the whole node, in the inventory's
+    C(vllm_environment) that the baseline and every variant share, so that a trial does not compare NCCL transports.
+  - The fix of V(gpu_fault) depends on the board. C(nvidia-smi -r) is not supported on GeForce, TITAN, Quadro and
+    workstation boards, such as the RTX PRO 6000 Blackwell Workstation Edition, so the fix is a reboot there; a
+    data-center board (H100, A100, L40S, a Server Edition, ...) is reset with C(nvidia-smi -r -i <index>) or the node
+    rebooted; the fix for a board known neither way names both. A GPU that is lost (fallen off the bus) needs a
+    reboot on any board.
 """
 
 EXAMPLES = r"""
@@ -99,6 +140,11 @@ EXAMPLES = r"""
 - name: Accept a link known to train at x8 on this node's risers
   llmops.vllm.gpu_preflight:
     downgrade: [pcie_width_below_max]
+
+- name: Check that eight GPUs serve a TP 8 engine, judging the PCIe generations seen while they served
+  llmops.vllm.gpu_preflight:
+    world_size: 8
+    pcie_gen_under_load: {0: 5, 1: 5, 2: 5, 3: 5, 4: 5, 5: 5, 6: 5, 7: 4}
 """
 
 RETURN = r"""
@@ -167,15 +213,32 @@ gpus:
   sample:
     - index: 0
       name: NVIDIA RTX PRO 6000 Blackwell Server Edition
+      fault: null
       persistence_mode: true
+      ecc_mode: true
       ecc_volatile_uncorrected: 0
       remap_pending: false
+      pcie_gen: 1
+      pcie_gen_max: 5
       pcie_width: 16
       pcie_width_max: 16
       throttle_reasons: [gpu_idle]
+    - index: 1
+      name: NVIDIA RTX PRO 6000 Blackwell Server Edition
+      fault: GPU requires reset
+      persistence_mode: null
+  contains:
+    fault:
+      description: V(GPU requires reset), V(GPU is lost) or V(Unknown Error) for a faulted GPU, whose other readings
+        are then V(null); V(null) for a GPU that reads.
+      type: str
+    ecc_mode:
+      description: Whether ECC is on (C(ecc.mode.current)); V(null) on a board without ECC.
+      type: bool
 node:
-  description: The node's readings, the driver's and torch's CUDA versions, the P2P matrix as C(a-b) keys, the
-    IOMMU's mode and the free disk.
+  description: The node's readings, the driver's and torch's CUDA versions, the P2P matrix as C(a-b) keys (with
+    C(p2p_error), what C(nvidia-smi topo -p2p r) said when it gave no matrix), the IOMMU's mode, the Xid events in
+    the kernel log since boot and the free disk.
   returned: success
   type: dict
   sample:
@@ -183,13 +246,21 @@ node:
     cuda_driver_version: "13.0"
     torch_cuda: "12.8"
     p2p: {"0-1": OK, "1-0": OK}
+    p2p_error: null
     iommu: {enabled: false, translating: []}
+    xid_events:
+      - {xid: 79, bus_id: "0000:2b:00", gpu: 3, count: 1, message: GPU has fallen off the bus.}
     free_gib: 812.4
 notes:
-  description: Readings this node could not give, and checks skipped for it.
+  description:
+    - Readings this node could not give, and checks skipped for it (the PCIe generation read now, a kernel log that
+      could not be read), Xid events that are no finding, and the caveat of a driver older than torch's CUDA within
+      its major version.
   returned: success
   type: list
   elements: str
+  sample: ["the PCIe link generation read now was not judged, since a GPU trains its link down while idle (GPU 0 at
+    gen 1 of 5); give pcie_gen_under_load to judge one seen under load"]
 source:
   description: Where the GPUs' readings came from.
   returned: always
@@ -203,12 +274,19 @@ import json
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.llmops.vllm.plugins.module_utils._gpu_findings import ERROR, assess, unknown_rules
+from ansible_collections.llmops.vllm.plugins.module_utils._gpu_findings import (
+    ERROR,
+    assess,
+    cuda_compatible,
+    unknown_rules,
+    xid_notes,
+)
 from ansible_collections.llmops.vllm.plugins.module_utils._gpu_health import (
     NvidiaSmiHealth,
     NvmlHealth,
     free_gib,
     iommu_state,
+    parse_xids,
 )
 from ansible_collections.llmops.vllm.plugins.module_utils._gpu_memory import GpuQueryError, open_reader
 
@@ -253,6 +331,37 @@ def torch_cuda(module, python, notes):
     return version
 
 
+def kernel_log(module, notes):
+    """The kernel's messages since boot (journalctl -k -b, else dmesg), or None with a note saying why not."""
+    journalctl = module.get_bin_path("journalctl")
+    if journalctl:
+        argv = [journalctl, "--dmesg", "--boot", "--output=cat", "--no-pager", "--quiet"]
+    else:
+        dmesg = module.get_bin_path("dmesg")
+        if not dmesg:
+            notes.append("neither journalctl nor dmesg is in PATH: Xid events were not read")
+            return None
+        argv = [dmesg]
+    rc, out, err = module.run_command(argv)
+    if rc != 0:
+        notes.append("the kernel log could not be read, so Xid events were not judged (%s, rc %d): %s"
+                     % (" ".join(argv), rc, (err or out).strip()[-300:]))
+        return None
+    return out
+
+
+def pcie_generations(module, value):
+    """{gpu index: generation} from the pcie_gen_under_load option, whose keys Ansible may pass as text."""
+    generations = {}
+    for index, generation in (value or {}).items():
+        try:
+            generations[int(index)] = int(generation)
+        except (TypeError, ValueError):
+            module.fail_json(msg="pcie_gen_under_load: %r: %r is no GPU index and PCIe generation; give "
+                                 "{index: generation}, such as {0: 5}" % (index, generation))
+    return generations
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -262,6 +371,9 @@ def main():
             cache_dir=dict(type="path"),
             min_free_gib=dict(type="float", default=20),
             downgrade=dict(type="list", elements="str", default=[]),
+            pcie_gen_under_load=dict(type="dict", default={}),
+            world_size=dict(type="int"),
+            kernel_log=dict(type="bool", default=True),
         ),
         supports_check_mode=True,
     )
@@ -272,6 +384,9 @@ def main():
                              "(ansible-doc llmops.vllm.gpu_preflight)" % ", ".join(unknown))
     if params["gpus"] == []:
         module.fail_json(msg="gpus is an empty list, which selects no GPU; leave it unset to check all GPUs")
+    if params["world_size"] is not None and params["world_size"] < 1:
+        module.fail_json(msg="world_size must be at least 1, got %d" % params["world_size"])
+    gen_under_load = pcie_generations(module, params["pcie_gen_under_load"])
     reader = None
     try:
         reader = open_reader(module.run_command, module.get_bin_path("nvidia-smi"), nvml_reader=NvmlHealth,
@@ -288,15 +403,29 @@ def main():
         module.fail_json(msg="no GPU with index %s; this node has %s" % (
             ", ".join(map(str, missing)), ", ".join(map(str, present)) or "none"), source=reader.source)
     selected = params["gpus"] or present
-    gpus = [gpu for gpu in gpus if gpu["index"] in selected]
+    all_gpus, gpus = gpus, [gpu for gpu in gpus if gpu["index"] in selected]
     node["torch_cuda"] = torch_cuda(module, params["torch_python"], notes)
+    _runs, cuda_note = cuda_compatible(node.get("cuda_driver_version"), node["torch_cuda"])
+    if cuda_note:
+        notes.append(cuda_note)
     node["iommu"] = iommu_state([gpu["bus_id"] for gpu in gpus])
     node["cache_dir"] = params["cache_dir"]
     node["free_gib"] = free_gib(params["cache_dir"]) if params["cache_dir"] else None
-    if node["p2p"] is None:
-        notes.append("peer-to-peer between the GPUs was not judged")
+    node["xid_events"] = []
+    if params["kernel_log"]:
+        text = kernel_log(module, notes)
+        if text is not None:
+            node["xid_events"] = parse_xids(text, all_gpus)
+            notes.extend(xid_notes(node["xid_events"], selected))
+    low = ["GPU %d at gen %d of %d" % (gpu["index"], gpu["pcie_gen"], gpu["pcie_gen_max"]) for gpu in gpus
+           if gpu["pcie_gen"] and gpu["pcie_gen_max"] and gpu["pcie_gen"] < gpu["pcie_gen_max"]
+           if gpu["index"] not in gen_under_load]
+    if low:
+        notes.append("the PCIe link generation read now was not judged, since a GPU trains its link down while idle "
+                     "(%s); give pcie_gen_under_load to judge one seen under load" % ", ".join(low))
     findings, settings = assess(gpus, node, selected=selected, environment=params["environment"],
-                                min_free_gib=params["min_free_gib"], downgrade=params["downgrade"])
+                                min_free_gib=params["min_free_gib"], downgrade=params["downgrade"],
+                                pcie_gen_under_load=gen_under_load, world_size=params["world_size"])
     findings.sort(key=lambda finding: finding["severity"] != ERROR)
     errors = [finding["message"] for finding in findings if finding["severity"] == ERROR]
     warnings = [finding["message"] for finding in findings if finding["severity"] != ERROR]

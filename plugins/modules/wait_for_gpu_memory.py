@@ -16,7 +16,15 @@ description:
     worker processes may still be releasing (or, after a crash, holding on to) GPU memory.
   - Reads GPU memory through NVML when the C(pynvml) Python module (from C(nvidia-ml-py)) imports
     and initialises on the managed host, else through C(nvidia-smi --query-gpu) and
-    C(nvidia-smi --query-compute-apps).
+    C(nvidia-smi --query-compute-apps). NVML's memory comes from C(nvmlDeviceGetMemoryInfo_v2) where the
+    installed C(pynvml) and driver have it, whose C(used) leaves the driver's reserved memory out as
+    C(nvidia-smi)'s C(memory.used) does, else from C(nvmlDeviceGetMemoryInfo).
+  - A faulted GPU is never free, and the wait fails at once, naming it and the fix for its board, since waiting
+    does not clear a fault. A GPU is faulted where C(nvidia-smi) writes V([GPU requires reset]), V([GPU is lost]) or
+    V([Unknown Error]) in place of a reading (it also reads C(temperature.gpu) and C(pstate) for this, since a GPU
+    that needs a reset can still read 0 MiB used), where it cannot open the GPU (C(Unable to determine the device
+    handle for GPU...)), and where NVML raises C(NVMLError_ResetRequired), C(NVMLError_GpuIsLost) or
+    C(NVMLError_Unknown).
   - Each process still holding memory is reported with its command line and the systemd unit it runs
     in, read from C(/proc/<pid>), so a timeout names what to stop.
   - A real driver frees an exited process's memory some seconds after the exit; the wait goes on until
@@ -28,7 +36,8 @@ extends_documentation_fragment:
 attributes:
   check_mode:
     support: full
-    details: In check mode the module reads the GPUs once and reports them without waiting or failing.
+    details: In check mode the module reads the GPUs once and reports them without waiting or failing, a faulted
+      GPU included.
   diff_mode:
     support: none
   platform:
@@ -45,7 +54,8 @@ options:
       - Memory in MiB that a GPU may still use and count as free. An idle GPU reports a few
         hundred MiB of driver and context memory.
       - GPUs that do not report their memory use (V([N/A]), V([Not Supported])) are judged by
-        their process list alone, with a warning.
+        their process list alone, with one warning; where no selected GPU reports it, as on unified-memory
+        systems such as the GB10, the warning says that O(max_used_mib) was not applied.
     type: int
     default: 1024
   require_no_processes:
@@ -193,6 +203,12 @@ gpus:
       description: Total memory, in MiB; V(null) when the GPU does not report it.
       type: int
       sample: 97887
+    fault:
+      description:
+        - V(GPU requires reset), V(GPU is lost) or V(Unknown Error) for a faulted GPU, whose memory readings are
+          then V(null) and which never counts as free; V(null) for a GPU that reads.
+      type: str
+      sample: null
 processes:
   description: Compute processes on the selected GPUs at the last check, one entry per process and GPU.
   returned: always
@@ -230,6 +246,7 @@ from ansible_collections.llmops.vllm.plugins.module_utils._deadline import Backo
 from ansible_collections.llmops.vllm.plugins.module_utils._gpu_memory import (
     GpuMemoryWait,
     GpuQueryError,
+    ProbingNvidiaSmiReader,
     open_reader,
 )
 
@@ -268,7 +285,8 @@ def main():
     else:
         reader = wait = None
         try:
-            reader = open_reader(module.run_command, module.get_bin_path("nvidia-smi"))
+            reader = open_reader(module.run_command, module.get_bin_path("nvidia-smi"),
+                                 smi_reader=ProbingNvidiaSmiReader)
             wait = GpuMemoryWait(reader, gpus=params["gpus"], max_used_mib=params["max_used_mib"],
                                  require_no_processes=params["require_no_processes"],
                                  orphan_units=params["kill_orphans_in"], kill_unit=unit_killer(module))

@@ -95,7 +95,7 @@ options:
         load hangs. Progress is a new line in the unit's journal, a change in what the endpoint answers, or, where
         NVML or C(nvidia-smi) reads the GPUs, their memory in use growing or shrinking by 256 MiB (journald holds a
         progress bar's updates until its line ends, so the weights load shows only on the GPUs).
-      - Lines that a waiting process repeats are not progress: vLLM's engine logs C(No available shared memory
+      - Lines that a waiting process repeats are not progress. vLLM's engine logs C(No available shared memory
         broadcast block found in 60 seconds) once a minute through a slow silent phase and through a hang alike,
         and its API server, at DEBUG, a C(Waiting for ... core engine) line every 10 seconds until its engine is up.
         A stall names the last of them in RV(repeated_line).
@@ -107,7 +107,7 @@ options:
   phase_stall_timeouts:
     description:
       - Longer stall limits, in seconds, for the phases that are silent by nature, by the name of the phase (the
-        milestone it ends at, as in RV(start_phases)): V(engine_init), V(weights_loaded), V(torch_compile),
+        milestone it ends at, as in RV(start_phases)), one of V(engine_init), V(weights_loaded), V(torch_compile),
         V(kv_cache), V(cuda_graphs), V(warmup) or V(api_up).
       - While the start is in such a phase (the milestone before it is the furthest its journal shows), the wait
         fails for a stall only after the larger of O(stall_timeout) and this limit. CUDA-graph capture and the
@@ -438,7 +438,9 @@ def gpu_memory_reading(module):
             gpus = reader.read()[0]
         except GpuQueryError:
             return None
-        return sum(gpu["memory_used_mib"] or 0 for gpu in gpus)
+        known = [gpu["memory_used_mib"] for gpu in gpus if gpu["memory_used_mib"] is not None]
+        # [N/A] on every GPU (unified memory, as on a GB10) or faulted GPUs: no reading, rather than 0 MiB for ever.
+        return sum(known) if known else None
     return used_mib
 
 

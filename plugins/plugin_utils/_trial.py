@@ -61,6 +61,7 @@ from ansible_collections.llmops.vllm.plugins.plugin_utils._calibration import Ca
 from ansible_collections.llmops.vllm.plugins.plugin_utils._dark_window import DarkWindowError, benchmark_timing
 from ansible_collections.llmops.vllm.plugins.plugin_utils._dark_window import plan as dark_window_plan
 from ansible_collections.llmops.vllm.plugins.plugin_utils._decision import DECISION_KEYS, DecisionError, history_from_node
+from ansible_collections.llmops.vllm.plugins.plugin_utils._stall_limits import phase_stall_limits
 from ansible_collections.llmops.vllm.plugins.plugin_utils._trial_identity import (
     TrialIdentityError,
     parts_of_spec,
@@ -88,7 +89,8 @@ MIN_LIFETIMES = 1
 MAX_LIFETIMES = 12
 # What of a failed task says why it failed: the records keep these.
 FAILURE_KEYS = ('msg', 'elapsed', 'crash_noticed_after', 'fatal_line', 'fatal_cause', 'journal', 'unit_state',
-                'processes', 'gpus', 'stalled', 'last_progress_line', 'last_progress_phase', 'seconds_since_progress')
+                'processes', 'gpus', 'stalled', 'last_progress_line', 'last_progress_phase', 'seconds_since_progress',
+                'stall_limit', 'stalled_phase', 'repeated_line')
 # Steps after which a failure, once the trial has begun and before it is decided, puts the baseline back.
 _ROLLS_BACK = ('serve', 'benchmark', 'answers')
 _OUTCOMES_ON_TEXTFILE = ('kept', 'rolled_back', 'failed', 'fell_back', 'blocked', 'pulled', 'unchanged')
@@ -261,6 +263,8 @@ def _issue(state: dict[str, t.Any], now: float, step: str, side: str | None = No
         # while its unit lives.
         puts_back = details.get('rolling_back') or state['mode'] == 'baseline'
         following['stall_check'] = not (side == 'baseline' and puts_back)
+        following['phase_stall_timeouts'] = dict(state.get('phase_stall_timeouts')
+                                                 or state['settings'].get('phase_stall_timeouts') or {})
     if step == 'persist':
         following['disable'] = [unit for unit in state['units'].values()
                                 if unit not in state['active'] and unit in state['installed']]
@@ -357,6 +361,8 @@ def _after_inspect(state, step, result, now):
     baseline = state['identities']['baseline']
     state['history'] = history_from_node(history, baseline=state['baseline'],
                                          unit_checksum=baseline['unit_checksum'], identity=baseline['sha256'])
+    # The silent phases' stall limits, from this node's own recorded starts where it has them.
+    state['phase_stall_timeouts'] = phase_stall_limits(history, settings.get('phase_stall_timeouts') or {})
     if state['kind'] == 'calibrate':
         _inspected_for_calibration(state, history, now)
         return

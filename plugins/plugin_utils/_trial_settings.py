@@ -31,6 +31,7 @@ from ansible_collections.llmops.vllm.plugins.module_utils._benchmark_options imp
 from ansible_collections.llmops.vllm.plugins.module_utils._gpu_findings import RULE_NAMES as GPU_PREFLIGHT_RULES
 from ansible_collections.llmops.vllm.plugins.module_utils._prompt_sets import CHAT_GENERATORS, GENERATORS
 from ansible_collections.llmops.vllm.plugins.module_utils._replay_files import ReplayFileError, read_replay_file
+from ansible_collections.llmops.vllm.plugins.module_utils._start_phases import PHASE_LABELS
 from ansible_collections.llmops.vllm.plugins.module_utils._type_names import plain_type_name
 from ansible_collections.llmops.vllm.plugins.plugin_utils._answer_gate import AnswerGateError, check_tolerance
 from ansible_collections.llmops.vllm.plugins.plugin_utils._decision import (
@@ -79,6 +80,26 @@ def trial_setting_problems(settings: Mapping[str, t.Any], check_replay_files: bo
     problems.extend(_tls_problems(settings))
     problems.extend(preflight_problems(settings.get('vllm_switch_preflight_downgrade')))
     problems.extend(_prefetch_problems(settings))
+    problems.extend(phase_stall_problems(settings.get('vllm_switch_phase_stall_timeouts')))
+    return problems
+
+
+def phase_stall_problems(limits: t.Any) -> list[str]:
+    """A phase limit that names no phase of a vLLM start would silently leave that phase at the stall timeout."""
+    if limits is None:
+        return []
+    if not isinstance(limits, Mapping):
+        return ['vllm_switch_phase_stall_timeouts: must map phase names to seconds, got %s' % plain_type_name(limits)]
+    names = [name for name, _label in PHASE_LABELS]
+    problems = []
+    for name, seconds in sorted(limits.items(), key=lambda item: str(item[0])):
+        if name not in names:
+            close = difflib.get_close_matches(str(name), names, n=1)
+            problems.append('vllm_switch_phase_stall_timeouts.%s: no such phase of a vLLM start%s; the phases are %s'
+                            % (name, " (did you mean '%s'?)" % close[0] if close else '', ', '.join(names)))
+        elif isinstance(_integer(seconds), bool) or not isinstance(_integer(seconds), int) or _integer(seconds) < 0:
+            problems.append('vllm_switch_phase_stall_timeouts.%s: must be a whole number of seconds, 0 or more, got %r'
+                            % (name, seconds))
     return problems
 
 
@@ -262,6 +283,7 @@ def trial_document(settings: Mapping[str, t.Any], *, host: str, kind: str = 'swi
         'vllm_version': settings.get('vllm_version'),
         'expected_load_s': settings.get('vllm_expected_load_seconds'),
         'stream_tok_s': settings.get('vllm_switch_expected_stream_tok_s'),
+        'phase_stall_timeouts': settings.get('vllm_switch_phase_stall_timeouts') or {},
     }
     return {'trial': trial, 'workloads': workloads, 'benchmark_client': client, 'node_url': node_url}, []
 

@@ -34,7 +34,10 @@ from ansible_collections.llmops.vllm.plugins.plugin_utils._systemd_escape import
 )
 
 VARIANT_KEYS = ("allow_unknown_keys", "description", "environment", "pip_packages", "serve_args",
-                "speculative_config", "vllm_version")
+                "speculative_config", "tests_environment", "vllm_version")
+# Environment variables that change how the whole engine runs, not the speculation: NCCL's transports, CUDA's and
+# torch's allocators and devices. A trial whose two sides differ in one of them measures that difference too.
+ENGINE_WIDE_ENVIRONMENT = re.compile(r"(?:NCCL|CUDA|NVIDIA|TORCH|PYTORCH)_")
 # A version names its venv directory (<vllm_venv_root>/<version>): a release and local tags, no path separators.
 VERSION_TEXT = re.compile(r"[0-9][0-9A-Za-z.+-]*\Z")
 # One distribution pinned to one release, as pip reads it; both parts also name the variant's venv directory.
@@ -574,6 +577,8 @@ def _resolve_one(problems, settings, name, overrides):
         "host": _text(settings.host),
         "port": port,
         "tensor_parallel_size": tensor_parallel_size,
+        # The GPUs one server uses: tensor times pipeline parallel (the preflight counts the node's GPUs against it).
+        "world_size": _world_size(tensor_parallel_size, serve_args.get("pipeline_parallel_size")),
         "vllm_version": version_text,
         "venv": venv,
         "pip_packages": pip_packages,
@@ -584,6 +589,14 @@ def _resolve_one(problems, settings, name, overrides):
         "exec_start": format_exec_command(argv),
         **settings.timing,
     }
+
+
+def _world_size(tensor_parallel_size, pipeline_parallel_size):
+    """Tensor times pipeline parallel size; None when either is not a whole number (already a problem then)."""
+    pipeline_parallel_size = 1 if pipeline_parallel_size is None else pipeline_parallel_size
+    if _is_int(tensor_parallel_size) and _is_int(pipeline_parallel_size):
+        return tensor_parallel_size * pipeline_parallel_size
+    return None
 
 
 def _check_shutdown_timeout(problems, specs, variants, stop_timeout):
@@ -755,7 +768,38 @@ def resolve_variants(variants, settings):
     _check_baseline_unit(problems, settings_checked, specs)
     _check_ports(problems, settings_checked, specs)
     _check_shutdown_timeout(problems, specs, variants, stop_timeout)
+    _check_engine_wide_environment(problems, specs, variants, baseline)
     if problems:
         raise VariantError(problems)
     _link(settings_checked, specs)
     return specs
+
+
+def _check_engine_wide_environment(problems, specs, variants, baseline):
+    """Both sides of a trial run the engine alike: an engine-wide variable that only one side sets, or that the sides
+    set otherwise, is refused unless the variant declares it as what it tests (tests_environment)."""
+    if baseline not in specs:
+        return
+    base = specs[baseline]["environment"]
+    for name in sorted(specs):
+        if name == baseline:
+            continue
+        declared = (variants.get(name) or {}).get("tests_environment") or []
+        where = "vllm_variants.%s" % name
+        if not isinstance(declared, list) or not all(isinstance(item, str) for item in declared):
+            problems.append("%s.tests_environment: must be a list of environment variable names, got %r"
+                            % (where, declared))
+            continue
+        own = specs[name]["environment"]
+        for key in sorted(set(own) | set(base)):
+            if not ENGINE_WIDE_ENVIRONMENT.match(key) or own.get(key) == base.get(key) or key in declared:
+                continue
+            problems.append(
+                "%s.environment.%s: %s here and %s on the baseline; an engine-wide setting that differs between the "
+                "sides makes the trial measure it as well as the speculation. Set it for both sides in "
+                "vllm_environment, or list it in %s.tests_environment when that difference is what the variant tests"
+                % (where, key, _shown(own.get(key)), _shown(base.get(key)), where))
+
+
+def _shown(value):
+    return "unset" if value is None else "%r" % (value,)

@@ -20,7 +20,13 @@ NVIDIA_SMI = "/usr/bin/nvidia-smi"
 
 
 def recorded(name):
-    return (FIXTURES / name).read_text(encoding="utf-8")
+    """A fixture; the query-gpu ones that hold only the memory columns get the two columns of a healthy GPU's fault
+    probe (temperature.gpu, pstate) appended, as nvidia-smi answers the module's query."""
+    text = (FIXTURES / name).read_text(encoding="utf-8")
+    if not name.startswith("query-gpu-"):
+        return text
+    return "".join(line if line.rstrip().rsplit(",", 1)[-1].strip()[:1] in ("P", "[") and line.count(",") >= 6
+                   else line.rstrip("\n") + ", 31, P8\n" for line in text.splitlines(True))
 
 
 class FakeNvidiaSmi:
@@ -41,12 +47,12 @@ class FakeNvidiaSmi:
             return self.systemctl_rc, "", self.systemctl_err
         assert argv[0] == NVIDIA_SMI and argv[2] == "--format=csv,noheader,nounits"
         current = self.readings[0]
-        if argv[1] == "--query-gpu=index,uuid,name,memory.used,memory.total":
+        if argv[1] == "--query-gpu=index,uuid,name,memory.used,memory.total,temperature.gpu,pstate":
             return current.get("rc", 0), recorded(current["gpus"]) if "gpus" in current else "", current.get("err", "")
         assert argv[1] == "--query-compute-apps=pid,process_name,gpu_uuid,used_memory"
         if len(self.readings) > 1:
             self.readings.pop(0)
-        return 0, recorded(current["apps"]), ""
+        return current.get("rc", 0), recorded(current["apps"]), current.get("err", "")
 
 
 @pytest.fixture
@@ -105,7 +111,7 @@ def test_idle_gpus_are_free_at_the_first_check(monkeypatch, clock, proc):
     assert result["processes"] == []
     assert len(result["gpus"]) == 8
     assert result["gpus"][7] == {"index": 7, "name": "NVIDIA RTX PRO 6000 Blackwell Server Edition",
-                                 "memory_used_mib": 3, "memory_total_mib": 97887}
+                                 "memory_used_mib": 3, "memory_total_mib": 97887, "fault": None}
     assert result["msg"] == "GPU 0,1,2,3,4,5,6,7 free after 0.0 s"
 
 
@@ -307,8 +313,11 @@ def test_gpus_that_do_not_report_memory_are_judged_by_processes(monkeypatch, clo
     failed, result = run(monkeypatch)
 
     assert not failed
-    assert result["gpus"] == [{"index": 0, "name": "NVIDIA GB10", "memory_used_mib": None, "memory_total_mib": None}]
-    assert warnings == ["GPU 0 does not report memory use; only its process list was checked"]
+    assert result["gpus"] == [{"index": 0, "name": "NVIDIA GB10", "memory_used_mib": None, "memory_total_mib": None,
+                               "fault": None}]
+    # Said once, as what it is, rather than counted as 0 MiB.
+    assert warnings == ["no selected GPU reports its memory use (GPU 0: [N/A], as on unified-memory systems such as "
+                        "the GB10): max_used_mib was not applied and only the process list was checked"]
 
 
 def test_an_unknown_gpu_index_is_a_clear_error(monkeypatch, clock, proc):
@@ -340,10 +349,10 @@ def test_a_failing_nvidia_smi_is_reported_not_raised(monkeypatch, clock, proc):
     failed, result = run(monkeypatch)
 
     assert failed
-    assert result["msg"] == ("/usr/bin/nvidia-smi --query-gpu=index,uuid,name,memory.used,memory.total "
-                             "--format=csv,noheader,nounits failed (rc 9): NVIDIA-SMI has failed because it couldn't "
-                             "communicate with the NVIDIA driver. Make sure that the latest NVIDIA driver is installed "
-                             "and running.")
+    assert result["msg"] == ("/usr/bin/nvidia-smi --query-gpu=index,uuid,name,memory.used,memory.total,"
+                             "temperature.gpu,pstate --format=csv,noheader,nounits failed (rc 9): NVIDIA-SMI has "
+                             "failed because it couldn't communicate with the NVIDIA driver. Make sure that the "
+                             "latest NVIDIA driver is installed and running.")
 
 
 def test_neither_nvml_nor_nvidia_smi_is_a_clear_error(monkeypatch, clock, proc):
@@ -446,8 +455,8 @@ def test_nvml_is_preferred_and_its_bytes_become_mib(monkeypatch, clock, proc):
     assert nvml.shutdown is True
     assert result["source"] == "nvml"
     assert result["gpus"] == [
-        {"index": 0, "name": "NVIDIA H200", "memory_used_mib": 76800, "memory_total_mib": 144384},
-        {"index": 1, "name": "NVIDIA GB10", "memory_used_mib": None, "memory_total_mib": None},
+        {"index": 0, "name": "NVIDIA H200", "memory_used_mib": 76800, "memory_total_mib": 144384, "fault": None},
+        {"index": 1, "name": "NVIDIA GB10", "memory_used_mib": None, "memory_total_mib": None, "fault": None},
     ]
     assert result["processes"] == [
         {"pid": 48211, "name": "VLLM::Worker_TP0", "gpu_index": 0, "used_memory_mib": 76800,
@@ -468,3 +477,200 @@ def test_nvml_that_cannot_start_falls_back_to_nvidia_smi(monkeypatch, clock, pro
     assert nvml.init_calls == 1
     assert result["source"] == "nvidia-smi"
     assert len(smi.commands) == 2
+
+
+RESET_REQUIRED = {"gpus": "query-gpu-h100-reset-required.csv", "apps": "query-apps-empty.csv"}
+# nvidia-smi exits non-zero when it cannot open a GPU, and says so on stderr; the other GPUs still read.
+LOST_HANDLE = {"gpus": "query-gpu-lost-handle.csv", "apps": "query-apps-empty.csv", "rc": 15,
+               "err": "Unable to determine the device handle for GPU0000:02:00.0: Unknown Error\n"}
+RESET_REQUIRED_MSG = ("GPU memory cannot be counted free after 0.0 s (1 checks): GPU 1 is faulted (it reads "
+                      "[GPU requires reset], so what it reports cannot be trusted); reset the GPU with nothing running "
+                      "on it (nvidia-smi -r -i 1) or reboot the node")
+
+
+def test_a_gpu_that_needs_a_reset_is_never_free_and_fails_at_once(monkeypatch, clock, proc):
+    use(monkeypatch, FakeNvidiaSmi(RESET_REQUIRED))
+
+    failed, result = run(monkeypatch, timeout=300)
+
+    # It reads 0 MiB used, with no process: it would have counted as free.
+    assert failed
+    assert result["msg"] == RESET_REQUIRED_MSG
+    assert result["attempts"] == 1 and clock.sleeps == []
+    assert result["free"] is False and result["memory_release_seconds"] is None
+    assert result["gpus"][1] == {"index": 1, "name": "NVIDIA H100 80GB HBM3", "memory_used_mib": None,
+                                 "memory_total_mib": None, "fault": "GPU requires reset"}
+
+
+def test_check_mode_names_the_faulted_gpu_without_failing(monkeypatch, clock, proc):
+    use(monkeypatch, FakeNvidiaSmi(RESET_REQUIRED))
+
+    failed, result = run(monkeypatch, check_mode=True)
+
+    assert not failed and result["free"] is False
+    assert result["msg"].startswith("GPU memory cannot be counted free: GPU 1 is faulted (it reads [GPU requires "
+                                    "reset]")
+
+
+def test_a_faulted_gpu_outside_the_selection_does_not_count(monkeypatch, clock, proc):
+    use(monkeypatch, FakeNvidiaSmi(RESET_REQUIRED))
+
+    failed, result = run(monkeypatch, gpus=[0])
+
+    assert not failed and result["free"] is True
+
+
+def test_a_gpu_nvidia_smi_cannot_open_is_faulted_and_the_others_still_read(monkeypatch, clock, proc):
+    use(monkeypatch, FakeNvidiaSmi(LOST_HANDLE))
+    warnings = collect_warnings(monkeypatch)
+
+    failed, result = run(monkeypatch)
+
+    assert failed
+    assert [(gpu["index"], gpu["fault"]) for gpu in result["gpus"]] == [(0, None), (1, "Unknown Error"), (2, None)]
+    assert result["msg"] == ("GPU memory cannot be counted free after 0.0 s (1 checks): GPU 1 is faulted (it reads "
+                             "[Unknown Error], so what it reports cannot be trusted); reset the GPU with nothing "
+                             "running on it (nvidia-smi -r -i 1) where the board supports a reset, else reboot the "
+                             "node")
+    assert warnings == []
+
+
+class FaultyNvml:
+    """pynvml's calls and error classes (as pynvml builds them from nvml.h's codes) over two H100s.
+
+    faults: {gpu index: (the call that raises, its error class name)}. memory_v2: whether nvmlDeviceGetMemoryInfo
+    takes version= (pynvml 11.5 and later) and, if so, "v2", or the error class its v2 call raises.
+    """
+
+    class NVMLError(Exception):
+        value = None
+
+    class NVMLError_NotSupported(NVMLError):
+        value = 3
+
+    class NVMLError_FunctionNotFound(NVMLError):
+        value = 13
+
+    class NVMLError_GpuIsLost(NVMLError):
+        value = 15
+
+    class NVMLError_ResetRequired(NVMLError):
+        value = 16
+
+    class NVMLError_Unknown(NVMLError):
+        value = 999
+
+    class _Memory:
+        def __init__(self, used, total):
+            self.used, self.total = used, total
+
+    NVML_TEMPERATURE_GPU = 0
+
+    def __init__(self, faults=None, memory_v2="v2"):
+        self.faults = faults or {}
+        self.memory_v2 = memory_v2
+        self.memory_calls = []
+        if memory_v2:
+            self.nvmlMemory_v2 = 0x02000028
+
+    def _maybe_fail(self, call, handle):
+        fault = self.faults.get(handle)
+        if fault and fault[0] == call:
+            raise getattr(self, fault[1])()
+
+    def nvmlInit(self):
+        pass
+
+    def nvmlShutdown(self):
+        pass
+
+    def nvmlDeviceGetCount(self):
+        return 2
+
+    def nvmlDeviceGetHandleByIndex(self, index):
+        self._maybe_fail("handle", index)
+        return index
+
+    def nvmlDeviceGetUUID(self, handle):
+        return "GPU-%d" % handle
+
+    def nvmlDeviceGetName(self, handle):
+        return b"NVIDIA H100 80GB HBM3"
+
+    def nvmlDeviceGetTemperature(self, handle, sensor):
+        self._maybe_fail("temperature", handle)
+        return 33
+
+    def nvmlDeviceGetPerformanceState(self, handle):
+        return 0
+
+    def nvmlDeviceGetMemoryInfo(self, handle, version=None):
+        self.memory_calls.append(version)
+        if version is not None:
+            if not self.memory_v2:
+                raise TypeError("nvmlDeviceGetMemoryInfo() got an unexpected keyword argument 'version'")
+            if self.memory_v2 != "v2":
+                raise getattr(self, self.memory_v2)()
+            # v2's used leaves the driver's reserved memory out, as nvidia-smi's memory.used does.
+            return self._Memory(used=1 * 1024 ** 2, total=81559 * 1024 ** 2)
+        return self._Memory(used=540 * 1024 ** 2, total=81559 * 1024 ** 2)
+
+    def nvmlDeviceGetComputeRunningProcesses(self, handle):
+        return []
+
+    def nvmlSystemGetProcessName(self, pid):
+        return b"python"
+
+
+@pytest.mark.parametrize("faults", [
+    {1: ("temperature", "NVMLError_ResetRequired")},
+    # Without nvidia-smi's sentinel, NVML's error code says the same: 16 is NVML_ERROR_RESET_REQUIRED.
+    {1: ("handle", "NVMLError_ResetRequired")},
+])
+def test_nvml_gives_the_same_fault_as_nvidia_smi(monkeypatch, clock, proc, faults):
+    use(monkeypatch, FakeNvidiaSmi(IDLE), nvml=FaultyNvml(faults))
+
+    failed, result = run(monkeypatch)
+
+    assert failed and result["source"] == "nvml"
+    assert result["gpus"][1]["fault"] == "GPU requires reset"
+    if faults[1][0] == "temperature":
+        # The same GPU read through nvidia-smi gives the same words.
+        assert result["msg"] == RESET_REQUIRED_MSG
+
+
+def test_a_lost_gpu_through_nvml_is_a_finding_not_a_traceback(monkeypatch, clock, proc):
+    use(monkeypatch, FakeNvidiaSmi(IDLE), nvml=FaultyNvml({0: ("handle", "NVMLError_GpuIsLost")}))
+
+    failed, result = run(monkeypatch)
+
+    assert failed
+    assert [gpu["fault"] for gpu in result["gpus"]] == ["GPU is lost", None]
+    assert "GPU 0 is faulted (it reads [GPU is lost], so what it reports cannot be trusted); reboot the node: a GPU " \
+           "that fell off the bus does not come back without one" in result["msg"]
+
+
+V2 = 0x02000028
+
+
+@pytest.mark.parametrize("pynvml_has_v2, v2_answer, used, calls", [
+    (True, "v2", 1, [V2, V2]),
+    # A pynvml without nvmlMemory_v2; one whose call refuses the version argument (TypeError); a driver without
+    # nvmlDeviceGetMemoryInfo_v2. Each reads v1, and asks v2 no more once it knows.
+    (False, None, 540, [None, None]),
+    (True, None, 540, [V2, None, None]),
+    (True, "NVMLError_FunctionNotFound", 540, [V2, None, None]),
+])
+def test_nvml_memory_comes_from_v2_where_it_can(monkeypatch, clock, proc, pynvml_has_v2, v2_answer, used, calls):
+    nvml = FaultyNvml(memory_v2=v2_answer)
+    if pynvml_has_v2:
+        nvml.nvmlMemory_v2 = V2
+    elif hasattr(nvml, "nvmlMemory_v2"):
+        del nvml.nvmlMemory_v2
+    use(monkeypatch, FakeNvidiaSmi(IDLE), nvml=nvml)
+
+    failed, result = run(monkeypatch)
+
+    assert not failed
+    assert [gpu["memory_used_mib"] for gpu in result["gpus"]] == [used, used]
+    assert nvml.memory_calls == calls

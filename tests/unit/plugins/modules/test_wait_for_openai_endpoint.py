@@ -580,6 +580,20 @@ def test_without_a_phase_limit_the_same_silent_capture_fails_naming_its_phase(mo
     assert result["stalled_phase"] == "cuda_graphs" and result["last_progress_phase"] == "KV-cache profiling done"
 
 
+def test_gpus_that_report_no_memory_are_named_once_and_the_stall_is_still_seen(monkeypatch, clock, server, systemd):
+    systemd.journal = list(WEIGHTS_LOADED)
+    systemd.gpu_used_mib = "[N/A]"
+    warnings = []
+    monkeypatch.setattr(basic.AnsibleModule, "warn", lambda self, warning: warnings.append(warning))
+
+    failed, result = run(monkeypatch, base_url=server.url, model="tiny", unit=UNIT, timeout=2400, sleep=2,
+                         stall_timeout=60)
+
+    assert failed and result["stalled"] is True and 60.0 <= result["elapsed"] <= 66.0
+    assert warnings == ["the GPUs' memory in use is not reported (NVML or nvidia-smi gives no figure): the "
+                        "stall check watches the journal and the endpoint only"]
+
+
 @pytest.mark.parametrize("limits, problem", [
     ({"cuda_graph": 1800}, "phase_stall_timeouts names no phase 'cuda_graph'; the phases are engine_init, "),
     ({"warmup": -1}, "phase_stall_timeouts.warmup must be a whole number of seconds, not negative; got -1"),

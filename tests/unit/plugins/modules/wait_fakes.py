@@ -217,6 +217,9 @@ class FakeSystemd:
         if tool == "nvidia-smi":
             if self.gpu_used_mib is None:
                 return 9, "", "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.\n"
+            if argv[1].startswith("--query-gpu=") and self.gpu_used_mib == "[N/A]":
+                # Unified memory (a GB10): the driver reports no memory figures at all.
+                return 0, "".join("%d, GPU-%d, NVIDIA GB10, [N/A], [N/A]\n" % (index, index) for index in range(2)), ""
             if argv[1].startswith("--query-gpu="):
                 used = int(self.gpu_used_mib)
                 return 0, "".join("%d, GPU-%d, NVIDIA RTX PRO 6000, %d, 97887\n" % (index, index, used)

@@ -427,9 +427,27 @@ def test_every_bad_input_is_reported_in_one_go():
         "vllm_environment.1X: not a valid environment variable name (letters, digits, _; no leading digit)",
         "vllm_port: must be an integer from 1 to 65535, got 0",
         "vllm_variants.ngram.x: unknown variant key (known: allow_unknown_keys, description, environment, "
-        "pip_packages, serve_args, speculative_config, vllm_version)",
+        "pip_packages, serve_args, speculative_config, tests_environment, vllm_version)",
         "vllm_variants.ngram.speculative_config.num_speculative_tokens: must be an integer > 0, got 0",
     ]
+
+
+def test_an_engine_wide_variable_that_only_the_variant_sets_is_refused_unless_declared_as_what_it_tests():
+    # The preflight's P2P advice, set on one side only, would make the trial compare NCCL transports.
+    p2p_off = {"speculative_config": NGRAM, "environment": {"NCCL_P2P_DISABLE": "1"}}
+    with pytest.raises(VariantError) as caught:
+        resolve(variants=with_variant("ngram", p2p_off))
+    assert caught.value.problems == [
+        "vllm_variants.ngram.environment.NCCL_P2P_DISABLE: '1' here and unset on the baseline; an engine-wide setting "
+        "that differs between the sides makes the trial measure it as well as the speculation. Set it for both sides "
+        "in vllm_environment, or list it in vllm_variants.ngram.tests_environment when that difference is what the "
+        "variant tests"]
+
+    declared = resolve(variants=with_variant("ngram", dict(p2p_off, tests_environment=["NCCL_P2P_DISABLE"])))
+    assert declared["ngram"]["environment"]["NCCL_P2P_DISABLE"] == "1"
+    # Set for both sides, or a variable of the variant's own that is not engine-wide (the draft's EXTRA): no problem.
+    both = resolve(environment={"OMP_NUM_THREADS": 8, "NCCL_P2P_DISABLE": "1"})
+    assert both["ngram"]["environment"]["NCCL_P2P_DISABLE"] == both["baseline"]["environment"]["NCCL_P2P_DISABLE"]
 
 
 def test_a_declared_baseline_of_another_name_and_plain_settings_pass():

@@ -342,18 +342,34 @@ def test_a_variant_that_crashes_at_start_is_rolled_back_as_failed_and_the_run_st
 def test_a_load_that_stalls_is_rolled_back_and_its_record_says_where_it_stalled():
     stall = {'msg': 'vllm-kimi-ngram.service stalled: no new log line for 600 s', 'stalled': True,
              'last_progress_line': 'Capturing CUDA graphs (mixed prefill-decode, PIECEWISE): 45%',
-             'last_progress_phase': 'cuda_graphs', 'seconds_since_progress': 600.0}
+             'last_progress_phase': 'cuda_graphs', 'seconds_since_progress': 600.0, 'stall_limit': 600,
+             'stalled_phase': 'torch_compile', 'repeated_line': 'WARNING [shm_broadcast.py:501] No available shared '
+             'memory broadcast block found in 60 seconds.'}
     node = Node({'baseline': [1000], 'variant': [1000]}, faults={('serve', 'variant'): stall})
     state, named, closing = replay(node)
 
     record = history_lines(node)[-1]
     assert record['outcome'] == 'failed' and record['failure']['stalled'] is True
     assert record['failure']['last_progress_phase'] == 'cuda_graphs'
+    assert {key: record['failure'][key] for key in ('stall_limit', 'stalled_phase', 'repeated_line')} == {
+        key: stall[key] for key in ('stall_limit', 'stalled_phase', 'repeated_line')}
     # The variant's start was watched for a stall; the rollback's start of the baseline is not (only the unit's death
     # or the readiness timeout fails it): a stall there would leave nothing serving.
     serves = [step for step in named if step['step'] == 'serve']
     assert [(step['side'], step['stall_check']) for step in serves[-2:]] == [('variant', True), ('baseline', False)]
     assert all(step['stall_check'] for step in serves[:-1])
+
+
+def test_the_silent_phases_limits_come_from_the_nodes_recorded_starts_and_else_from_the_settings():
+    recorded = {'starts': [{'unit': UNITS['ngram'], 'variant': 'ngram', 'seconds': 1900.0,
+                            'phases': [{'name': 'weights_loaded', 'seconds': 1500.0},
+                                       {'name': 'cuda_graphs', 'seconds': 200.0}]}]}
+    node = Node({'baseline': [1000], 'variant': [1000]}, history=[recorded])
+    state, named, closing = replay(node, phase_stall_timeouts={'cuda_graphs': 1800, 'warmup': 1800})
+
+    serves = [step for step in named if step['step'] == 'serve']
+    # The node's own graph capture (200 s x 1.5); its warm-up was never recorded, so the setting's 1,800 s holds.
+    assert serves and all(step['phase_stall_timeouts'] == {'cuda_graphs': 300, 'warmup': 1800} for step in serves)
 
 
 def test_a_variant_that_answers_otherwise_is_rolled_back_as_incorrect_whatever_its_speed():

@@ -103,6 +103,13 @@ def test_settings_that_follow_every_rule_have_no_problem():
     ({'vllm_serve_args': {'ssl_certfile': '/c.pem'}}, 'vllm_serve_args.ssl_keyfile: required with ssl_certfile'),
     ({'vllm_variants': {'tls': {'serve_args': {'ssl_keyfile': 'k.pem', 'ssl_certfile': '/c.pem'}}}},
      'vllm_variants.tls.serve_args.ssl_keyfile: must be an absolute path on the node'),
+    ({'vllm_switch_phase_stall_timeouts': {'cuda_graph': 1800}},
+     "vllm_switch_phase_stall_timeouts.cuda_graph: no such phase of a vLLM start (did you mean 'cuda_graphs'?); the "
+     "phases are engine_init, weights_loaded, torch_compile, kv_cache, cuda_graphs, warmup, api_up, "),
+    ({'vllm_switch_phase_stall_timeouts': {'warmup': -5}},
+     'vllm_switch_phase_stall_timeouts.warmup: must be a whole number of seconds, 0 or more, got -5'),
+    ({'vllm_switch_phase_stall_timeouts': [1800]},
+     'vllm_switch_phase_stall_timeouts: must map phase names to seconds, got list'),
 ])
 def test_each_bad_setting_is_named_with_its_rule(changes, expected):
     problems = problems_with(**changes)

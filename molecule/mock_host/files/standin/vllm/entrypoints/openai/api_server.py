@@ -15,7 +15,11 @@ It starts in seconds instead of the real engine's half minute on two cores, and 
 - LLMOPS_STANDIN_LOAD_S: seconds the load takes, weights to API (2).
 - LLMOPS_STANDIN_ANSWER: a word mixed into every greedy answer, so that a variant answers otherwise ("").
 - LLMOPS_STANDIN_HANG: "start" hangs once the engine begins to initialise, as an NCCL setup that never completes;
-  "after_weights" once the weights are in, as a first collective that never completes ("": no hang).
+  "after_weights" once the weights are in, as a first collective that never completes ("": no hang). While it hangs,
+  the engine core repeats vLLM's shared-memory wait line once a (scaled) minute, as a real hang shows it.
+- LLMOPS_STANDIN_PROFILE: a start of a real GPU node (start_profiles.py) to play instead of the LOAD_S start, at
+  LLMOPS_STANDIN_TIME_SCALE real seconds per second (60). Where the environment names none, the mock-only file
+  /etc/llmops-standin/profile may name one for every stand-in unit of the node ("" or absent: none).
 
 Like vLLM, it ignores SIGTERM while it loads, so that a stop waits out TimeoutStopSec= unless the unit is killed.
 
@@ -33,6 +37,8 @@ import socketserver
 import sys
 import threading
 import time
+
+from vllm.entrypoints.openai import start_profiles
 
 VOCABULARY = ("def", "return", "value", "x", "self", "item", "for", "in", "if", "else", "None", "list", "+", "=", "(",
               ")", ":", "1", "2", "total", "result", "name", "data", "print", "while", "and", "or", "not")
@@ -276,9 +282,59 @@ def installed_version():
 VERSION = installed_version()
 
 
-def hang():
+def hang(time_scale):
+    """Hang as a deadlocked start does: the engine core's wait line once a (scaled) minute, nothing else."""
     while True:
-        time.sleep(60)
+        time.sleep(start_profiles.scaled(start_profiles.SHM_WAIT_INTERVAL_S, time_scale))
+        log("WARNING", start_profiles.SHM_WAIT_WHERE, start_profiles.SHM_WAIT)
+
+
+def profile_name():
+    name = os.environ.get("LLMOPS_STANDIN_PROFILE")
+    if name is None:
+        try:
+            with open("/etc/llmops-standin/profile", encoding="utf-8") as handle:
+                name = handle.read().strip()
+        except OSError:
+            name = ""
+    if name and name not in start_profiles.START_PROFILES:
+        raise SystemExit("LLMOPS_STANDIN_PROFILE: no start profile %r; the profiles are %s"
+                         % (name, ", ".join(sorted(start_profiles.START_PROFILES))))
+    return name
+
+
+def silent_phase(label, seconds, time_scale):
+    """A carriage-return bar (journald passes nothing on until its line ends) and the wait line once a minute."""
+    steps = max(1, int(seconds // start_profiles.SHM_WAIT_INTERVAL_S))
+    for step in range(steps):
+        sys.stderr.write("\r%s: %3d%%|" % (label, 100 * step // steps))
+        sys.stderr.flush()
+        time.sleep(start_profiles.scaled(seconds / steps, time_scale))
+        if step + 1 < steps:
+            log("WARNING", start_profiles.SHM_WAIT_WHERE, start_profiles.SHM_WAIT)
+    sys.stderr.write("\r%s: 100%%|\n" % label)
+    sys.stderr.flush()
+
+
+def play_profile(name, time_scale, hang_at):
+    """Play a start profile's phases at the mock's time scale; hang after its weights when asked to."""
+    elapsed = {}
+    for phase, seconds, kind, detail, (where, closing) in start_profiles.START_PROFILES[name]:
+        if kind == "shards":
+            for shard in range(1, detail + 1):
+                time.sleep(start_profiles.scaled(seconds / detail, time_scale))
+                sys.stdout.write("Loading safetensors checkpoint shards: %3d%% Completed | %d/%d\n"
+                                 % (100 * shard // detail, shard, detail))
+                sys.stdout.flush()
+        elif kind == "silent":
+            silent_phase(detail, seconds, time_scale)
+        else:
+            time.sleep(start_profiles.scaled(seconds, time_scale))
+        elapsed[phase] = seconds
+        since_weights = sum(value for key, value in elapsed.items() if key != start_profiles.WEIGHTS_PHASE)
+        log("INFO", where, closing % {"seconds": seconds, "since_weights": since_weights})
+        if phase == start_profiles.WEIGHTS_PHASE and hang_at == "after_weights":
+            hang(time_scale)
 
 
 def main():
@@ -296,17 +352,23 @@ def main():
     log("INFO", "compilation.py:317", "Enabled custom fusions: norm_quant, act_quant", API_SERVER)
     log("INFO", "core.py:91", "Initializing a V1 LLM engine (v%s) with config: model=%r, speculative_config=%s"
         % (VERSION, settings["model"], json.dumps(settings["speculative_config"])))
+    time_scale = float(os.environ.get("LLMOPS_STANDIN_TIME_SCALE", "60"))
+    profile = profile_name()
     if hang_at == "start":
-        hang()
-    time.sleep(load_s * 0.5)
-    log("INFO", "default_loader.py:262", "Loading weights took %.2f seconds" % (load_s * 0.5))
-    if hang_at == "after_weights":
-        hang()
-    log("INFO", "gpu_model_runner.py:2005", "Model loading took 0.0046 GiB and %.2f seconds" % (load_s * 0.5))
-    time.sleep(load_s * 0.25)
-    log("INFO", "kv_cache_utils.py:1087", "GPU KV cache size: 262,144 tokens")
-    time.sleep(load_s * 0.25)
-    log("INFO", "core.py:210", "init engine (profile, create kv cache, warmup model) took %.2f seconds" % (load_s * 0.5))
+        hang(time_scale)
+    if profile:
+        play_profile(profile, time_scale, hang_at)
+    else:
+        time.sleep(load_s * 0.5)
+        log("INFO", "default_loader.py:262", "Loading weights took %.2f seconds" % (load_s * 0.5))
+        if hang_at == "after_weights":
+            hang(time_scale)
+        log("INFO", "gpu_model_runner.py:2005", "Model loading took 0.0046 GiB and %.2f seconds" % (load_s * 0.5))
+        time.sleep(load_s * 0.25)
+        log("INFO", "kv_cache_utils.py:1087", "GPU KV cache size: 262,144 tokens")
+        time.sleep(load_s * 0.25)
+        log("INFO", "core.py:210", "init engine (profile, create kv cache, warmup model) took %.2f seconds"
+            % (load_s * 0.5))
     Handler.engine = Engine(settings)
     server = Server((settings["host"], settings["port"]), Handler)
     # SIGTERM ends the server at once: nothing runs that a drain has not already let finish.
