@@ -11,6 +11,7 @@ benign (a PCIe link drops its generation while idle). An operator may downgrade 
 
 from __future__ import annotations
 
+from ansible_collections.llmops.vllm.plugins.module_utils._gpu_health import ACS_REDIRECT
 from ansible_collections.llmops.vllm.plugins.module_utils._gpu_memory import fault_fix
 
 ERROR = "error"
@@ -20,6 +21,15 @@ WARNING = "warning"
 # speculative decoding and not NCCL transports.
 P2P_FIX = ("set NCCL_P2P_DISABLE=1 for the node, on both sides alike: in vllm_environment, which the baseline and "
            "every variant share, not in one variant's environment, so that the trial does not compare NCCL transports")
+
+# NVIDIA's NCCL troubleshooting guide (docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html,
+# "PCI Access Control Services (ACS)"): ACS on the PCI bridges redirects peer-to-peer traffic to the CPU root complex,
+# "causing a significant performance reduction or even a hang"; it is disabled in the BIOS or, per bridge, with setpci
+# at every boot.
+ACS_FIX = ("disable ACS on those bridges: in the BIOS (its ACS setting, or IO virtualization / VT-d / IOMMU), or at "
+           "every boot, before the server starts, with setpci -s <bridge> ECAP_ACS+0x6.w=0000 for each bridge named, "
+           "as NVIDIA's NCCL troubleshooting guide shows; or " + P2P_FIX)
+NVIDIA_MODPROBE = "/usr/bin/nvidia-modprobe"
 
 # name: (severity, what it means, the fix)
 RULES = {
@@ -82,6 +92,15 @@ RULES = {
         WARNING, "peer-to-peer is reported supported while the IOMMU translates the GPUs' DMA, the combination "
         "reported to hang tensor-parallel loads on PCIe-only nodes",
         "boot with the IOMMU in passthrough (iommu=pt), or " + P2P_FIX),
+    "pcie_acs_redirect": (
+        WARNING, "ACS redirection on a PCIe bridge between GPUs that report P2P OK sends their peer-to-peer traffic up "
+        "to the root complex: NCCL's P2P runs slow or hangs, as NVIDIA's NCCL troubleshooting guide warns", ACS_FIX),
+    "nvidia_uvm_missing": (
+        ERROR, "CUDA's first use loads nvidia_uvm and creates /dev/nvidia-uvm through the setuid " + NVIDIA_MODPROBE
+        + "; with neither, the server cannot initialise CUDA",
+        "install the driver's nvidia-modprobe at " + NVIDIA_MODPROBE + " (the vllm_service unit then runs it as root "
+        "before the server), or load nvidia_uvm at boot from a unit that runs as root: modprobe nvidia-uvm, then "
+        "nvidia-modprobe -u -c=0"),
     "cuda_driver_too_old": (
         ERROR, "the driver supports an older CUDA major version than the target venv's torch was built for (or, "
         "before CUDA 11.1, an older minor one): CUDA will not initialise. Within one major version from 11.1 on, "
@@ -241,6 +260,56 @@ def _p2p_findings(findings, node, selected, environment):
     return settings
 
 
+def _acs_findings(findings, node, selected, environment):
+    """pcie_acs_redirect: a bridge with ReqRedir+ or CmpltRedir+ on the path between two selected GPUs reported P2P OK.
+
+    A bridge is on the path between two GPUs when exactly one of them is below it: the traffic enters the fabric there
+    (a switch's downstream port, or the root port where the two GPUs' branches meet at the root complex). Not judged
+    where NCCL already leaves P2P alone, nor for a pair whose P2P is not OK (p2p_unsupported) or a bridge not read.
+    """
+    matrix = node.get("p2p") or {}
+    if str((environment or {}).get("NCCL_P2P_DISABLE", "")).strip().lower() in P2P_DISABLED:
+        return
+    working = [(first, second) for first in selected for second in selected
+               if first < second and matrix.get((first, second)) == "OK"]
+    found, crossed = [], set()
+    for bridge in node.get("pcie_acs") or ():
+        below = [index for index in bridge.get("gpus") or () if index in selected]
+        pairs = [pair for pair in working if (pair[0] in below) != (pair[1] in below)]
+        if bridge.get("redirect") and pairs:
+            flags = [flag for flag in bridge["acs_ctl"].split() if flag[:-1] in ACS_REDIRECT and flag.endswith("+")]
+            found.append((bridge["bus_id"], below, flags))
+            crossed.update(pairs)
+    if found:
+        findings.add("pcie_acs_redirect", None, "ACSCtl %s, on the path between GPUs %s, reported P2P OK" % (
+            "; ".join("%s on bridge %s above GPU %s" % (" ".join(flags), bus_id, ",".join(map(str, below)))
+                      for bus_id, below, flags in found), _pairs(sorted(crossed))),
+            ACS_FIX.replace("for each bridge named", "for each of %s" % ", ".join(bus_id for bus_id, _b, _f in found)))
+
+
+def nvidia_uvm_verdict(state):
+    """What /dev/nvidia-uvm's absence means: "error", "note" or None.
+
+    Judged only on a node with the driver's device nodes (/dev/nvidiactl or /dev/nvidia0); the mock host has none.
+    CUDA's first use loads nvidia_uvm and creates /dev/nvidia-uvm through the setuid nvidia-modprobe, which the unit's
+    sandbox (NoNewPrivileges=) defeats, so the vllm_service unit runs /usr/bin/nvidia-modprobe -u -c=0 as root before
+    the server (ExecStartPre=+) where the node has it. Missing, with no executable /usr/bin/nvidia-modprobe: the
+    server cannot initialise CUDA, an error (nvidia_uvm_missing). Missing, with it: the unit creates it, a note.
+    """
+    state = state or {}
+    if not state.get("nvidia_devices") or state.get("uvm"):
+        return None
+    return "note" if state.get("nvidia_modprobe") else "error"
+
+
+def nvidia_uvm_notes(state):
+    """The note for a /dev/nvidia-uvm the unit will create (nvidia_uvm_verdict), else none."""
+    if nvidia_uvm_verdict(state) != "note":
+        return []
+    return ["/dev/nvidia-uvm does not exist yet; the vllm_service unit creates it before the server starts "
+            "(ExecStartPre=+%s -u -c=0)" % NVIDIA_MODPROBE]
+
+
 def _xid_findings(findings, node, selected):
     """Xid 79 and 48 in the kernel log since boot, on a selected GPU or on a bus no GPU answered for."""
     for event in node.get("xid_events") or ():
@@ -269,7 +338,8 @@ def assess(gpus, node, selected=None, environment=None, min_free_gib=None, downg
     """(findings, nccl_settings) for the selected GPUs (all when None) and the node's readings.
 
     node: driver's cuda_driver_version, the venv's torch_cuda, p2p {(a, b): status} (None when asked and not read),
-    p2p_error, iommu (_gpu_health.iommu_state), xid_events (_gpu_health.parse_xids), free_gib at cache_dir.
+    p2p_error, iommu (_gpu_health.iommu_state), pcie_acs (_gpu_health.pcie_acs's bridges), nvidia_uvm
+    (_gpu_health.nvidia_uvm_state), xid_events (_gpu_health.parse_xids), free_gib at cache_dir.
     environment: the target's, where NCCL_P2P_DISABLE may already be set. pcie_gen_under_load: {gpu index: the
     highest PCIe generation seen under load}; the generation read now is never judged. world_size: the GPUs the
     engine needs (tensor_parallel_size x pipeline_parallel_size).
@@ -282,7 +352,11 @@ def assess(gpus, node, selected=None, environment=None, min_free_gib=None, downg
     indices = [gpu["index"] for gpu in chosen]
     working = [gpu["index"] for gpu in chosen if not gpu.get("fault")]
     settings = _p2p_findings(findings, node, working, environment) or {}
+    _acs_findings(findings, node, working, environment)
     _xid_findings(findings, node, indices)
+    if nvidia_uvm_verdict(node.get("nvidia_uvm")) == "error":
+        findings.add("nvidia_uvm_missing", None, "/dev/nvidia-uvm does not exist and %s is not executable"
+                     % NVIDIA_MODPROBE)
     runs, _note = cuda_compatible(node.get("cuda_driver_version"), node.get("torch_cuda"))
     if runs is False:
         findings.add("cuda_driver_too_old", None, "driver CUDA %s, the venv's torch built for CUDA %s"

@@ -5,10 +5,11 @@
 """The GPUs' health readings, through NVML or nvidia-smi, and the node's readings a tensor-parallel load depends on.
 
 One row per GPU (a fault, persistence, ECC mode and errors, retired pages, row remaps, clocks, throttle reasons,
-power limit, PCIe link) and the node's: the driver's CUDA version, the peer-to-peer matrix, the IOMMU and the Xid
-events in the kernel log. A reading the GPU does not report is None, as nvidia-smi's [N/A] is; a GPU that is faulted
-(NVML's "GPU requires reset", "GPU is lost", "Unknown Error") has its fault and no other reading. What the readings
-mean is _gpu_findings'.
+power limit, PCIe link) and the node's: the driver's CUDA version, the peer-to-peer matrix, the IOMMU, the Xid
+events in the kernel log, the device node CUDA's unified memory needs (/dev/nvidia-uvm) and the PCIe Access Control
+Services (ACS) of the bridges above the GPUs. A reading the GPU does not report is None, as nvidia-smi's [N/A] is;
+a GPU that is faulted (NVML's "GPU requires reset", "GPU is lost", "Unknown Error") has its fault and no other
+reading. What the readings mean is _gpu_findings'.
 """
 
 from __future__ import annotations
@@ -71,6 +72,12 @@ NVML_P2P_STATUS = ("OK", "CNS", "GNS", "TNS", "DR", "NS", "U")
 _CUDA_VERSION = re.compile(r"CUDA (?:UMD )?Version\s*:\s*([0-9]+\.[0-9]+)")
 # Terminal escape sequences: nvidia-smi underlines topo's header with ESC[4m ... ESC[0m even into a pipe.
 _ESCAPE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+# A PCI function's address in sysfs's form, as the components of a device's resolved sysfs path name its bridges.
+_PCI_ADDRESS = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
+# lspci -vvv's line for the ACS Control register, "\t\tACSCtl:\tSrcValid+ TransBlk- ReqRedir+ CmpltRedir+ ...".
+_ACS_CONTROL = re.compile(r"^\s*ACSCtl:\s*(.*?)\s*$", re.MULTILINE)
+# The ACS controls that send peer-to-peer requests and completions up to the root complex instead of across.
+ACS_REDIRECT = ("ReqRedir", "CmpltRedir")
 # The driver's Xid line, "NVRM: Xid (PCI:0000:2b:00): 79, pid=..., GPU has fallen off the bus."; drivers before 400
 # left out "PCI:".
 _XID = re.compile(r"NVRM: Xid \((?:PCI:)?([0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2})(?:\.[0-9a-fA-F])?\): "
@@ -448,6 +455,102 @@ def iommu_state(bus_ids, sysfs="/sys"):
             continue
     translating = sorted(bus_id for bus_id, kind in types.items() if kind.upper().startswith("DMA"))
     return {"enabled": enabled, "translating": translating, "types": types}
+
+
+def nvidia_uvm_state(dev="/dev", nvidia_modprobe="/usr/bin/nvidia-modprobe"):
+    """What CUDA's first use needs from the node: {"nvidia_devices", "uvm", "nvidia_modprobe"}, each a bool.
+
+    nvidia_devices: the driver's device nodes exist (dev/nvidiactl or dev/nvidia0); a node without them (the mock host)
+    has nothing to judge. uvm: dev/nvidia-uvm exists. nvidia_modprobe: nvidia_modprobe is an executable file, the
+    setuid program through which CUDA loads nvidia_uvm and creates dev/nvidia-uvm, and which the vllm_service unit
+    runs as root before the server (ExecStartPre=+) where the node has it.
+    """
+    return {
+        "nvidia_devices": any(os.path.exists(os.path.join(dev, name)) for name in ("nvidiactl", "nvidia0")),
+        "uvm": os.path.exists(os.path.join(dev, "nvidia-uvm")),
+        "nvidia_modprobe": os.path.isfile(nvidia_modprobe) and os.access(nvidia_modprobe, os.X_OK),
+    }
+
+
+def upstream_bridges(bus_id, sysfs="/sys"):
+    """The PCI addresses of the bridges above a device, nearest first; None where sysfs has no such device.
+
+    /sys/bus/pci/devices/<bus id> links to the device's place in the tree, such as
+    /sys/devices/pci0000:80/0000:80:01.0/0000:81:00.0/0000:82:08.0/0000:83:00.0: every address before its own is a
+    bridge it hangs under (a root port, a switch's upstream and downstream ports).
+    """
+    path = os.path.join(sysfs, "bus", "pci", "devices", bus_id)
+    if not os.path.exists(path):
+        return None
+    chain = [part for part in os.path.realpath(path).split(os.sep) if _PCI_ADDRESS.match(part)]
+    if chain and chain[-1] == bus_id:
+        chain = chain[:-1]
+    return chain[::-1]
+
+
+def parse_acs_control(output):
+    """The ACS Control flags of `lspci -vvv -s <bridge>`: {"SrcValid": True, "ReqRedir": False, ...}.
+
+    None where the output has no ACSCtl line: the bridge has no ACS capability, or lspci could not read its extended
+    capabilities (without root it prints "Capabilities: <access denied>").
+    """
+    match = _ACS_CONTROL.search(output or "")
+    if not match:
+        return None
+    flags = {}
+    for word in match.group(1).split():
+        if len(word) > 1 and word[-1] in "+-":
+            flags[word[:-1]] = word[-1] == "+"
+    return flags
+
+
+def _acs_text(flags):
+    return " ".join("%s%s" % (name, "+" if on else "-") for name, on in flags.items())
+
+
+def pcie_acs(bus_ids, run_command, lspci, sysfs="/sys"):
+    """The ACS Control of the bridges above the GPUs, read with `lspci -vvv -s <bridge>`: (bridges, notes).
+
+    bus_ids: {GPU index: bus id}. bridges: one per bridge above any of them, by address, {"bus_id", "gpus" (the
+    indices of the GPUs below it), "acs_ctl" (the flags as lspci writes them; None where the bridge has no ACS
+    capability or was not read), "redirect" (ReqRedir+ or CmpltRedir+; None where not read)}. A GPU sysfs has no
+    device for, lspci not in PATH, and a bridge lspci cannot read are notes: what was not read is not judged.
+    """
+    notes, below = [], {}
+    absent = []
+    for index, bus_id in sorted(bus_ids.items()):
+        chain = upstream_bridges(bus_id, sysfs) if bus_id else None
+        if chain is None:
+            absent.append("GPU %d (%s)" % (index, bus_id))
+            continue
+        for bridge in chain:
+            below.setdefault(bridge, []).append(index)
+    if absent:
+        notes.append("the PCIe ACS of the bridges above %s was not read: %s has no such device"
+                     % (", ".join(absent), os.path.join(sysfs, "bus", "pci", "devices")))
+    if below and not lspci:
+        notes.append("lspci is not in PATH (pciutils), so the PCIe ACS of the bridges above the GPUs (%s) was not read"
+                     % ", ".join(sorted(below)))
+    bridges, unread = [], []
+    for bridge in sorted(below):
+        record = {"bus_id": bridge, "gpus": below[bridge], "acs_ctl": None, "redirect": None}
+        bridges.append(record)
+        if not lspci:
+            continue
+        rc, out, err = run_command([lspci, "-vvv", "-s", bridge])
+        if rc != 0:
+            unread.append("%s (rc %d: %s)" % (bridge, rc, (err or out or "").strip()[-200:]))
+            continue
+        if "<access denied>" in (out or ""):
+            unread.append("%s (its capabilities read <access denied>: lspci needs root)" % bridge)
+            continue
+        flags = parse_acs_control(out)
+        if flags is not None:
+            record["acs_ctl"] = _acs_text(flags)
+        record["redirect"] = any(flags.get(name) for name in ACS_REDIRECT) if flags else False
+    if unread:
+        notes.append("lspci -vvv could not read the PCIe ACS of bridge(s) %s; they were not judged" % ", ".join(unread))
+    return bridges, notes
 
 
 def free_gib(path):

@@ -18,8 +18,17 @@ description:
     O(pcie_gen_under_load)).
   - For the node, the driver's CUDA version against the CUDA the target venv's torch was built for, the
     peer-to-peer matrix between the selected GPUs and the NCCL settings that fit it, the IOMMU's mode for the
-    GPUs, the Xid events in the kernel log since boot, the GPU count against O(world_size), and the free disk where
-    vLLM keeps its compile cache.
+    GPUs, the PCIe Access Control Services (ACS) of the bridges above them, whether C(/dev/nvidia-uvm) exists or can
+    be created, the Xid events in the kernel log since boot, the GPU count against O(world_size), and the free disk
+    where vLLM keeps its compile cache.
+  - The ACS of the bridges above each selected GPU is read from its sysfs path
+    (C(/sys/bus/pci/devices/<bus id>), resolved, names every bridge above it) and the C(ACSCtl) line of
+    C(lspci -vvv -s <bridge>), which needs root, as the module runs under C(become). A GPU sysfs has no device for
+    (as on the mock host), C(lspci) not in C(PATH), and a bridge C(lspci) cannot read are notes, not findings.
+  - C(/dev/nvidia-uvm) is judged only on a node with the driver's device nodes (C(/dev/nvidiactl) or
+    C(/dev/nvidia0)). CUDA's first use creates it, and loads C(nvidia_uvm), through the setuid
+    C(/usr/bin/nvidia-modprobe); the vllm_service unit runs C(nvidia-modprobe -u -c=0) as root before the server
+    where the node has that program. Missing with that program is a note, since the unit creates it.
   - Reads through NVML when the C(pynvml) Python module (from C(nvidia-ml-py)) imports and initialises,
     else through C(nvidia-smi --query-gpu), C(--query-remapped-rows), C(topo -p2p r) (its header's underline escape
     codes removed) and C(nvidia-smi)'s summary. Both give the same rows and the same findings.
@@ -32,10 +41,12 @@ description:
   - "Rules and their severity: an B(error) for V(gpu_fault), V(row_remap_pending), V(row_remap_failed),
     V(retired_pages_pending), V(ecc_volatile_uncorrected), V(xid_fallen_off_bus) (Xid 79),
     V(xid_double_bit_ecc) (Xid 48), V(pcie_width_below_max), V(throttle_hardware), V(cuda_driver_too_old),
-    V(gpu_count_below_world_size) and V(compile_cache_disk_low); a B(warning) for V(ecc_aggregate_uncorrected),
+    V(gpu_count_below_world_size), V(compile_cache_disk_low) and V(nvidia_uvm_missing) (no C(/dev/nvidia-uvm) and no
+    executable C(/usr/bin/nvidia-modprobe) to create it); a B(warning) for V(ecc_aggregate_uncorrected),
     V(ecc_disabled), V(pcie_gen_below_max), V(throttle_software), V(power_limit_below_default),
-    V(persistence_off), V(p2p_unsupported), V(p2p_unreadable) and V(p2p_iommu_translating). Any other Xid is a
-    note."
+    V(persistence_off), V(p2p_unsupported), V(p2p_unreadable), V(p2p_iommu_translating) and V(pcie_acs_redirect)
+    (C(ReqRedir+) or C(CmpltRedir+) in the C(ACSCtl) of a bridge on the path between selected GPUs reported P2P OK).
+    Any other Xid is a note."
   - "V(cuda_driver_too_old) follows CUDA's minor version compatibility: a driver of a lower CUDA major version than
     torch's fails; within one major version, from CUDA 11.1 on, a driver for 12.8 runs a torch built for 12.9, with
     a note, since features that need the newer driver and PTX that only the newer driver can JIT-compile still fail."
@@ -117,6 +128,10 @@ notes:
     (O(pcie_gen_under_load)) is judged; a width below its maximum does not recover under load and is an error.
   - The fix of V(p2p_unsupported) sets C(NCCL_P2P_DISABLE=1) for the whole node, in the inventory's
     C(vllm_environment) that the baseline and every variant share, so that a trial does not compare NCCL transports.
+  - The fix of V(pcie_acs_redirect) follows NVIDIA's NCCL troubleshooting guide (PCI Access Control Services). It
+    disables ACS in the BIOS, or on the bridges named with C(setpci -s <bridge> ECAP_ACS+0x6.w=0000) at every boot;
+    or it sets C(NCCL_P2P_DISABLE=1) for the node, as for V(p2p_unsupported). Neither V(p2p_unsupported) nor
+    V(pcie_acs_redirect) is reported where the target's environment already sets C(NCCL_P2P_DISABLE=1).
   - The fix of V(gpu_fault) depends on the board. C(nvidia-smi -r) is not supported on GeForce, TITAN, Quadro and
     workstation boards, such as the RTX PRO 6000 Blackwell Workstation Edition, so the fix is a reboot there; a
     data-center board (H100, A100, L40S, a Server Edition, ...) is reset with C(nvidia-smi -r -i <index>) or the node
@@ -237,10 +252,26 @@ gpus:
       type: bool
 node:
   description: The node's readings, the driver's and torch's CUDA versions, the P2P matrix as C(a-b) keys (with
-    C(p2p_error), what C(nvidia-smi topo -p2p r) said when it gave no matrix), the IOMMU's mode, the Xid events in
-    the kernel log since boot and the free disk.
+    C(p2p_error), what C(nvidia-smi topo -p2p r) said when it gave no matrix), the IOMMU's mode, the ACS of the
+    bridges above the selected GPUs, the device nodes CUDA needs, the Xid events in the kernel log since boot and the
+    free disk.
   returned: success
   type: dict
+  contains:
+    pcie_acs:
+      description:
+        - One entry per PCI bridge above the selected GPUs that are not faulted, by address; empty with fewer than
+          two such GPUs, or where sysfs has none of them.
+        - C(gpus), the indices of the selected GPUs below it; C(acs_ctl), its C(ACSCtl) flags as C(lspci -vvv)
+          writes them, V(null) where the bridge has no ACS capability or was not read; C(redirect), whether
+          C(ReqRedir+) or C(CmpltRedir+) is set, V(null) where it was not read.
+      type: list
+      elements: dict
+    nvidia_uvm:
+      description:
+        - C(nvidia_devices), whether C(/dev/nvidiactl) or C(/dev/nvidia0) exists; C(uvm), whether
+          C(/dev/nvidia-uvm) exists; C(nvidia_modprobe), whether C(/usr/bin/nvidia-modprobe) is executable.
+      type: dict
   sample:
     driver_version: 580.95.05
     cuda_driver_version: "13.0"
@@ -248,14 +279,20 @@ node:
     p2p: {"0-1": OK, "1-0": OK}
     p2p_error: null
     iommu: {enabled: false, translating: []}
+    pcie_acs:
+      - bus_id: "0000:64:00.0"
+        gpus: [0]
+        acs_ctl: SrcValid+ TransBlk- ReqRedir+ CmpltRedir+ UpstreamFwd+ EgressCtrl- DirectTrans-
+        redirect: true
+    nvidia_uvm: {nvidia_devices: true, uvm: true, nvidia_modprobe: true}
     xid_events:
       - {xid: 79, bus_id: "0000:2b:00", gpu: 3, count: 1, message: GPU has fallen off the bus.}
     free_gib: 812.4
 notes:
   description:
     - Readings this node could not give, and checks skipped for it (the PCIe generation read now, a kernel log that
-      could not be read), Xid events that are no finding, and the caveat of a driver older than torch's CUDA within
-      its major version.
+      could not be read, bridges whose ACS was not read), Xid events that are no finding, a C(/dev/nvidia-uvm) the
+      unit will create, and the caveat of a driver older than torch's CUDA within its major version.
   returned: success
   type: list
   elements: str
@@ -278,6 +315,7 @@ from ansible_collections.llmops.vllm.plugins.module_utils._gpu_findings import (
     ERROR,
     assess,
     cuda_compatible,
+    nvidia_uvm_notes,
     unknown_rules,
     xid_notes,
 )
@@ -286,7 +324,9 @@ from ansible_collections.llmops.vllm.plugins.module_utils._gpu_health import (
     NvmlHealth,
     free_gib,
     iommu_state,
+    nvidia_uvm_state,
     parse_xids,
+    pcie_acs,
 )
 from ansible_collections.llmops.vllm.plugins.module_utils._gpu_memory import GpuQueryError, open_reader
 
@@ -409,6 +449,14 @@ def main():
     if cuda_note:
         notes.append(cuda_note)
     node["iommu"] = iommu_state([gpu["bus_id"] for gpu in gpus])
+    node["nvidia_uvm"] = nvidia_uvm_state()
+    notes.extend(nvidia_uvm_notes(node["nvidia_uvm"]))
+    # Only a pair of GPUs has a P2P path for ACS to redirect.
+    bus_ids = dict((gpu["index"], gpu["bus_id"]) for gpu in gpus if not gpu["fault"] and gpu["bus_id"])
+    node["pcie_acs"] = []
+    if len(bus_ids) > 1:
+        node["pcie_acs"], acs_notes = pcie_acs(bus_ids, module.run_command, module.get_bin_path("lspci"))
+        notes.extend(acs_notes)
     node["cache_dir"] = params["cache_dir"]
     node["free_gib"] = free_gib(params["cache_dir"]) if params["cache_dir"] else None
     node["xid_events"] = []

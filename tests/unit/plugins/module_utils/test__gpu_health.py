@@ -477,3 +477,193 @@ def test_an_xid_79_on_a_bus_no_gpu_answers_for_is_a_node_error():
     assert [(finding["rule"], finding["gpu"]) for finding in findings] == [("xid_fallen_off_bus", None)]
     assert findings[0]["reading"] == ("1 Xid 79 event(s) since boot (PCI 0000:2b:00, no GPU read there): GPU has "
                                       "fallen off the bus.")
+
+
+# `lspci -vvv` of real root ports. ACS redirection on: the Sky Lake-E PCI Express Root Port A (0000:64:00.0) of a
+# Supermicro board, published by Chad Schroeder on linux-pci on 2023-09-19 in "RE: PCIe device issue since v6.1.16"
+# (https://lore.kernel.org/linux-pci/DM6PR16MB2844AC71B336A5AD50005221B1FAA@DM6PR16MB2844.namprd16.prod.outlook.com/),
+# the device's whole block, decoded from the mail's quoted-printable (soft line breaks joined, "=3D" read as "=").
+# ACS off: the Sunrise Point-LP PCI Express Root Port #6 (00:1c.5) of an ASUS laptop, the device's block verbatim from
+# the lspci -vvv attached by Jeffrin Jose to linux-pci on 2019-11-09, "PROBLEM: PCIe Error atleast ..."
+# (Message-ID 20191109202125.GA5083@debian). Neither is a GPU node's; the tests put GPUs below them.
+LSPCI = pathlib.Path(__file__).resolve().parents[2] / "fixtures" / "lspci"
+ACS_REDIRECT = (LSPCI / "vvv-skylake-e-root-port-acs-redirect.txt").read_text(encoding="utf-8")
+ACS_OFF = (LSPCI / "vvv-sunrise-point-lp-root-port-acs-off.txt").read_text(encoding="utf-8")
+# As lspci prints a bridge whose extended capabilities it may not read, without root.
+ACS_DENIED = "0000:82:00.0 PCI bridge: Broadcom / LSI PEX890xx PCIe Gen 5 Switch (rev b0)\n" \
+             "\tCapabilities: <access denied>\n\tKernel driver in use: pcieport\n"
+
+
+def plant_pci(sysfs, *chain):
+    """A device in a sysfs tree: /sys/devices/<chain...> and the /sys/bus/pci/devices/<address> link to it."""
+    place = sysfs.joinpath("devices", *chain)
+    place.mkdir(parents=True, exist_ok=True)
+    link = sysfs / "bus" / "pci" / "devices" / chain[-1]
+    link.parent.mkdir(parents=True, exist_ok=True)
+    link.symlink_to(place)
+
+
+# Two GPUs behind one PCIe switch (root port 0000:80:01.0, the switch's upstream port 0000:81:00.0, a downstream port
+# each) and a third behind the Sky Lake-E root port of the fixture, whose secondary bus is 65.
+SWITCH = ("pci0000:80", "0000:80:01.0", "0000:81:00.0")
+
+
+def plant_node(sysfs):
+    plant_pci(sysfs, *SWITCH, "0000:82:00.0", "0000:83:00.0")
+    plant_pci(sysfs, *SWITCH, "0000:82:01.0", "0000:84:00.0")
+    plant_pci(sysfs, "pci0000:64", "0000:64:00.0", "0000:65:00.0")
+    return {0: "0000:83:00.0", 1: "0000:84:00.0", 2: "0000:65:00.0"}
+
+
+def test_the_acs_control_of_a_published_root_port_is_read():
+    redirect = _gpu_health.parse_acs_control(ACS_REDIRECT)
+    off = _gpu_health.parse_acs_control(ACS_OFF)
+
+    # The ACSCap line above it, which says what the port could do, is not what it does.
+    assert redirect == {"SrcValid": True, "TransBlk": False, "ReqRedir": True, "CmpltRedir": True,
+                        "UpstreamFwd": True, "EgressCtrl": False, "DirectTrans": False}
+    assert not any(off.values()) and len(off) == 7
+    assert _gpu_health.parse_acs_control(ACS_DENIED) is None
+    assert _gpu_health.parse_acs_control("") is None
+
+
+def test_the_bridges_above_a_gpu_come_from_its_resolved_sysfs_path(tmp_path):
+    plant_node(tmp_path)
+
+    assert _gpu_health.upstream_bridges("0000:83:00.0", str(tmp_path)) == [
+        "0000:82:00.0", "0000:81:00.0", "0000:80:01.0"]
+    assert _gpu_health.upstream_bridges("0000:65:00.0", str(tmp_path)) == ["0000:64:00.0"]
+    assert _gpu_health.upstream_bridges("0000:18:00.0", str(tmp_path)) is None
+
+
+class FakeLspci:
+    def __init__(self, answers):
+        self.answers = answers
+        self.calls = []
+
+    def __call__(self, argv):
+        self.calls.append(argv)
+        assert argv[:3] == ["/usr/bin/lspci", "-vvv", "-s"]
+        return self.answers.get(argv[3], (0, ACS_OFF, ""))
+
+
+def test_each_bridge_above_the_gpus_is_read_once_with_lspci(tmp_path):
+    bus_ids = plant_node(tmp_path)
+    lspci = FakeLspci({"0000:82:00.0": (0, ACS_REDIRECT, ""), "0000:64:00.0": (0, ACS_REDIRECT, "")})
+
+    bridges, notes = _gpu_health.pcie_acs(bus_ids, lspci, "/usr/bin/lspci", sysfs=str(tmp_path))
+
+    assert notes == []
+    assert [call[3] for call in lspci.calls] == ["0000:64:00.0", "0000:80:01.0", "0000:81:00.0", "0000:82:00.0",
+                                                 "0000:82:01.0"]
+    assert [(bridge["bus_id"], bridge["gpus"], bridge["redirect"]) for bridge in bridges] == [
+        ("0000:64:00.0", [2], True), ("0000:80:01.0", [0, 1], False), ("0000:81:00.0", [0, 1], False),
+        ("0000:82:00.0", [0], True), ("0000:82:01.0", [1], False)]
+    assert bridges[0]["acs_ctl"] == "SrcValid+ TransBlk- ReqRedir+ CmpltRedir+ UpstreamFwd+ EgressCtrl- DirectTrans-"
+
+
+def test_acs_that_cannot_be_read_is_a_note_never_an_error(tmp_path):
+    bus_ids = plant_node(tmp_path)
+    bus_ids[3] = "0000:18:00.0"  # no such device in this sysfs, as on the mock host
+    lspci = FakeLspci({"0000:82:00.0": (0, ACS_DENIED, ""), "0000:64:00.0": (1, "", "lspci: -s: Invalid slot number")})
+
+    bridges, notes = _gpu_health.pcie_acs(bus_ids, lspci, "/usr/bin/lspci", sysfs=str(tmp_path))
+    unread, missing = _gpu_health.pcie_acs(bus_ids, lspci, None, sysfs=str(tmp_path))
+
+    assert notes[0] == ("the PCIe ACS of the bridges above GPU 3 (0000:18:00.0) was not read: %s has no such device"
+                        % (tmp_path / "bus" / "pci" / "devices"))
+    assert notes[1].startswith("lspci -vvv could not read the PCIe ACS of bridge(s) 0000:64:00.0 (rc 1: lspci: -s: "
+                               "Invalid slot number), 0000:82:00.0 (its capabilities read <access denied>: lspci needs "
+                               "root)")
+    assert [bridge["redirect"] for bridge in bridges] == [None, False, False, None, False]
+    assert missing[1].startswith("lspci is not in PATH (pciutils)")
+    assert all(bridge["redirect"] is None and bridge["acs_ctl"] is None for bridge in unread)
+
+
+def acs_node(redirect_on, p2p="OK"):
+    """A node's readings: the three GPUs of plant_node, P2P p2p between all, redirection on the bridges named."""
+    gpus = {"0000:64:00.0": [2], "0000:80:01.0": [0, 1], "0000:81:00.0": [0, 1], "0000:82:00.0": [0],
+            "0000:82:01.0": [1]}
+    flags = {True: "SrcValid+ TransBlk- ReqRedir+ CmpltRedir+ UpstreamFwd+ EgressCtrl- DirectTrans-",
+             False: "SrcValid- TransBlk- ReqRedir- CmpltRedir- UpstreamFwd- EgressCtrl- DirectTrans-"}
+    return {"p2p": dict(((a, b), p2p) for a in range(3) for b in range(3) if a != b),
+            "pcie_acs": [{"bus_id": bus_id, "gpus": below, "acs_ctl": flags[bus_id in redirect_on],
+                          "redirect": bus_id in redirect_on} for bus_id, below in gpus.items()]}
+
+
+def test_acs_redirection_between_gpus_reported_p2p_ok_is_a_warning_naming_the_bridge_and_the_gpus():
+    three = [gpu(0), gpu(1), gpu(2)]
+
+    findings, settings = _gpu_findings.assess(three, acs_node({"0000:82:00.0"}))
+
+    assert [(finding["rule"], finding["severity"], finding["gpu"]) for finding in findings] == [
+        ("pcie_acs_redirect", "warning", None)]
+    assert findings[0]["reading"] == ("ACSCtl ReqRedir+ CmpltRedir+ on bridge 0000:82:00.0 above GPU 0, on the path "
+                                      "between GPUs 0-1, 0-2, reported P2P OK")
+    assert "setpci -s <bridge> ECAP_ACS+0x6.w=0000 for each of 0000:82:00.0," in findings[0]["fix"]
+    assert "in the BIOS" in findings[0]["fix"] and "in vllm_environment" in findings[0]["fix"]
+    # The matrix says OK, so NCCL keeps P2P; the warning does not change it.
+    assert settings == {}
+
+
+@pytest.mark.parametrize("redirect_on, selected, pairs", [
+    # The root port above both switched GPUs: their P2P turns in the switch below it; only pairs with GPU 2 cross it.
+    ({"0000:80:01.0"}, None, "0-2, 1-2"),
+    ({"0000:80:01.0"}, [0, 1], None),
+    ({"0000:82:00.0"}, [1, 2], None),
+    ({"0000:64:00.0", "0000:82:01.0"}, None, "0-1, 0-2, 1-2"),
+    (set(), None, None),
+])
+def test_only_a_bridge_on_the_path_between_two_selected_gpus_is_judged(redirect_on, selected, pairs):
+    findings, _settings = _gpu_findings.assess([gpu(0), gpu(1), gpu(2)], acs_node(redirect_on), selected=selected)
+
+    assert [finding["reading"].rsplit("between GPUs ", 1)[1] for finding in findings] == (
+        [pairs + ", reported P2P OK"] if pairs else [])
+
+
+def test_acs_is_not_judged_where_p2p_is_not_used():
+    unsupported, _settings = _gpu_findings.assess([gpu(0), gpu(1), gpu(2)], acs_node({"0000:82:00.0"}, p2p="CNS"))
+    disabled, _settings = _gpu_findings.assess([gpu(0), gpu(1), gpu(2)], acs_node({"0000:82:00.0"}),
+                                               environment={"NCCL_P2P_DISABLE": "1"})
+
+    assert [finding["rule"] for finding in unsupported] == ["p2p_unsupported"]
+    assert disabled == []
+
+
+def test_nvidia_uvm_state_reads_the_device_nodes_and_nvidia_modprobe(tmp_path):
+    dev, modprobe = tmp_path / "dev", tmp_path / "usr" / "bin" / "nvidia-modprobe"
+    dev.mkdir()
+    modprobe.parent.mkdir(parents=True)
+
+    empty = _gpu_health.nvidia_uvm_state(str(dev), str(modprobe))
+    (dev / "nvidiactl").touch()
+    modprobe.write_text("#!/bin/sh\n", encoding="utf-8")
+    not_executable = _gpu_health.nvidia_uvm_state(str(dev), str(modprobe))
+    modprobe.chmod(0o755)
+    (dev / "nvidia-uvm").touch()
+    ready = _gpu_health.nvidia_uvm_state(str(dev), str(modprobe))
+
+    assert empty == {"nvidia_devices": False, "uvm": False, "nvidia_modprobe": False}
+    assert not_executable == {"nvidia_devices": True, "uvm": False, "nvidia_modprobe": False}
+    assert ready == {"nvidia_devices": True, "uvm": True, "nvidia_modprobe": True}
+
+
+@pytest.mark.parametrize("state, verdict", [
+    ({"nvidia_devices": True, "uvm": False, "nvidia_modprobe": False}, "error"),
+    ({"nvidia_devices": True, "uvm": False, "nvidia_modprobe": True}, "note"),
+    ({"nvidia_devices": True, "uvm": True, "nvidia_modprobe": False}, None),
+    # No driver device nodes, as on the mock host: nothing is judged.
+    ({"nvidia_devices": False, "uvm": False, "nvidia_modprobe": False}, None),
+    (None, None),
+])
+def test_a_missing_nvidia_uvm_is_an_error_only_where_nothing_creates_it(state, verdict):
+    findings, _settings = _gpu_findings.assess([gpu(0)], {"nvidia_uvm": state})
+
+    assert _gpu_findings.nvidia_uvm_verdict(state) == verdict
+    assert [(finding["rule"], finding["severity"], finding["gpu"]) for finding in findings] == (
+        [("nvidia_uvm_missing", "error", None)] if verdict == "error" else [])
+    assert bool(_gpu_findings.nvidia_uvm_notes(state)) is (verdict == "note")
+    if verdict == "error":
+        assert findings[0]["message"].startswith(
+            "node: /dev/nvidia-uvm does not exist and /usr/bin/nvidia-modprobe is not executable (CUDA's first use ")
+        assert "modprobe nvidia-uvm, then nvidia-modprobe -u -c=0" in findings[0]["fix"]

@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import pathlib
@@ -51,6 +52,13 @@ def node(monkeypatch, tmp_path):
     monkeypatch.setattr(_gpu_memory, "pynvml", None)
     monkeypatch.setattr(basic.AnsibleModule, "run_command", run_command)
     monkeypatch.setattr(basic.AnsibleModule, "get_bin_path", lambda self, name, required=False, opt_dirs=None: name)
+    # The node's /dev, /usr/bin/nvidia-modprobe and /sys, empty as on the mock host until a test plants them.
+    plant.dev, plant.sysfs = tmp_path / "dev", tmp_path / "sys"
+    plant.nvidia_modprobe = tmp_path / "usr" / "bin" / "nvidia-modprobe"
+    plant.dev.mkdir()
+    monkeypatch.setattr(gpu_preflight, "nvidia_uvm_state", functools.partial(
+        _gpu_health.nvidia_uvm_state, dev=str(plant.dev), nvidia_modprobe=str(plant.nvidia_modprobe)))
+    monkeypatch.setattr(gpu_preflight, "pcie_acs", functools.partial(_gpu_health.pcie_acs, sysfs=str(plant.sysfs)))
     plant.calls = calls
     plant.answers = answers
     plant()
@@ -326,3 +334,78 @@ def test_a_kernel_log_that_cannot_be_read_is_a_note(monkeypatch, node):
     assert result["passed"] is True
     assert any(note.startswith("the kernel log could not be read, so Xid events were not judged") for note in
                result["notes"])
+
+
+def test_nvidia_uvm_is_judged_only_on_a_node_with_the_drivers_device_nodes(monkeypatch, node):
+    _failed, mock_host = run(monkeypatch)
+    (node.dev / "nvidiactl").touch()
+    _failed, missing = run(monkeypatch)
+    _failed, downgraded = run(monkeypatch, downgrade=["nvidia_uvm_missing"])
+    node.nvidia_modprobe.parent.mkdir(parents=True)
+    node.nvidia_modprobe.write_text("#!/bin/sh\n", encoding="utf-8")
+    node.nvidia_modprobe.chmod(0o755)
+    _failed, created_by_the_unit = run(monkeypatch)
+
+    assert mock_host["passed"] is True and mock_host["node"]["nvidia_uvm"]["nvidia_devices"] is False
+    assert missing["passed"] is False and rules(missing) == [("nvidia_uvm_missing", "error", None)]
+    assert missing["errors"][0].startswith("node: /dev/nvidia-uvm does not exist and /usr/bin/nvidia-modprobe is not "
+                                           "executable (")
+    assert downgraded["passed"] is True and rules(downgraded) == [("nvidia_uvm_missing", "warning", None)]
+    assert created_by_the_unit["passed"] is True and created_by_the_unit["findings"] == []
+    assert "/dev/nvidia-uvm does not exist yet; the vllm_service unit creates it before the server starts " \
+           "(ExecStartPre=+/usr/bin/nvidia-modprobe -u -c=0)" in created_by_the_unit["notes"]
+
+
+LSPCI = pathlib.Path(__file__).resolve().parents[2] / "fixtures" / "lspci"
+
+
+def plant_gpu(sysfs, root_port, bus_id):
+    """A GPU right below a root port in a sysfs tree, with the /sys/bus/pci/devices link to it."""
+    place = sysfs / "devices" / ("pci" + root_port[:7]) / root_port / bus_id
+    place.mkdir(parents=True)
+    link = sysfs / "bus" / "pci" / "devices" / bus_id
+    link.parent.mkdir(parents=True, exist_ok=True)
+    link.symlink_to(place)
+
+
+def test_acs_redirection_above_gpus_reported_p2p_ok_is_a_warning(monkeypatch, node):
+    # The mock's GPU 0 and 1 (0000:18:00.0, 0000:28:00.0), each below its own root port. The root ports answer with
+    # published lspci -vvv blocks of real root ports (tests/unit/plugins/module_utils/test__gpu_health.py says where
+    # from): GPU 0's with ReqRedir+ CmpltRedir+, GPU 1's with ACS off.
+    plant_gpu(node.sysfs, "0000:17:00.0", "0000:18:00.0")
+    plant_gpu(node.sysfs, "0000:27:00.0", "0000:28:00.0")
+    node.answers[("lspci", "-vvv", "-s", "0000:17:00.0")] = (
+        0, (LSPCI / "vvv-skylake-e-root-port-acs-redirect.txt").read_text(encoding="utf-8"), "")
+    node.answers[("lspci", "-vvv", "-s", "0000:27:00.0")] = (
+        0, (LSPCI / "vvv-sunrise-point-lp-root-port-acs-off.txt").read_text(encoding="utf-8"), "")
+
+    _failed, result = run(monkeypatch, gpus=[0, 1])
+    _failed, shared = run(monkeypatch, gpus=[0, 1], environment={"NCCL_P2P_DISABLE": "1"})
+    read = len(node.calls)
+    _failed, single = run(monkeypatch, gpus=[0])
+
+    assert result["passed"] is True and rules(result) == [("pcie_acs_redirect", "warning", None)]
+    assert result["warnings_found"][0].startswith(
+        "node: ACSCtl ReqRedir+ CmpltRedir+ on bridge 0000:17:00.0 above GPU 0, on the path between GPUs 0-1, "
+        "reported P2P OK (")
+    assert [(bridge["bus_id"], bridge["gpus"], bridge["redirect"]) for bridge in result["node"]["pcie_acs"]] == [
+        ("0000:17:00.0", [0], True), ("0000:27:00.0", [1], False)]
+    assert result["nccl_settings"] == {}
+    assert shared["findings"] == [] and shared["node"]["pcie_acs"] == result["node"]["pcie_acs"]
+    # One GPU has no P2P path: nothing is read.
+    assert single["node"]["pcie_acs"] == [] and not any(call[0] == "lspci" for call in node.calls[read:])
+
+
+def test_acs_that_cannot_be_read_is_a_note(monkeypatch, node):
+    _failed, mock_host = run(monkeypatch, gpus=[0, 1])
+    plant_gpu(node.sysfs, "0000:17:00.0", "0000:18:00.0")
+    plant_gpu(node.sysfs, "0000:27:00.0", "0000:28:00.0")
+    node.answers[("lspci",)] = (1, "", "lspci: Cannot open /sys/bus/pci/devices")
+    _failed, failing = run(monkeypatch, gpus=[0, 1])
+
+    assert mock_host["passed"] is True and mock_host["findings"] == []
+    assert any(note.startswith("the PCIe ACS of the bridges above GPU 0 (0000:18:00.0), GPU 1 (0000:28:00.0) was not "
+                               "read: ") for note in mock_host["notes"])
+    assert failing["passed"] is True and failing["findings"] == []
+    assert any(note.startswith("lspci -vvv could not read the PCIe ACS of bridge(s) 0000:17:00.0 (rc 1: ")
+               for note in failing["notes"])
