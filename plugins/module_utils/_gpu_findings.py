@@ -281,10 +281,11 @@ def _acs_findings(findings, node, selected, environment):
             found.append((bridge["bus_id"], below, flags))
             crossed.update(pairs)
     if found:
-        findings.add("pcie_acs_redirect", None, "ACSCtl %s, on the path between GPUs %s, reported P2P OK" % (
-            "; ".join("%s on bridge %s above GPU %s" % (" ".join(flags), bus_id, ",".join(map(str, below)))
-                      for bus_id, below, flags in found), _pairs(sorted(crossed))),
-            ACS_FIX.replace("for each bridge named", "for each of %s" % ", ".join(bus_id for bus_id, _b, _f in found)))
+        bridges = "; ".join("%s on bridge %s above GPU %s" % (" ".join(flags), bus_id, ",".join(map(str, below)))
+                            for bus_id, below, flags in found)
+        reading = "ACSCtl %s, on the path between GPUs %s, reported P2P OK" % (bridges, _pairs(sorted(crossed)))
+        fix = ACS_FIX.replace("for each bridge named", "for each of %s" % ", ".join(bus_id for bus_id, _b, _f in found))
+        findings.add("pcie_acs_redirect", None, reading, fix)
 
 
 def nvidia_uvm_verdict(state):
