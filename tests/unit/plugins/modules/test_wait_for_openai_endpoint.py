@@ -52,7 +52,11 @@ def clock(monkeypatch):
 
 
 @pytest.fixture
-def server():
+def server(monkeypatch):
+    # The fake answers from a thread of this process. On a loaded two-core CI machine that thread can
+    # miss the production 0.5-s probe timeout, which turns a one-attempt test into two; the timeout's
+    # own test sets it back to a short value.
+    monkeypatch.setattr(_endpoint_probe, "PROBE_TIMEOUT", 30.0)
     fake = FakeVllmServer(model="tiny")
     yield fake
     fake.close()
