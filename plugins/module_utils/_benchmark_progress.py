@@ -15,9 +15,10 @@ from __future__ import annotations
 import json
 import math
 import os
-import tempfile
 import threading
 import time
+
+from ansible_collections.llmops.vllm.plugins.module_utils._json_file import replace_json
 
 PROGRESS_VERSION = 1
 
@@ -108,15 +109,7 @@ def write_atomically(path, document):
     directory = os.path.dirname(os.path.abspath(path))
     # A custom async directory may not exist yet; private like Ansible's own.
     os.makedirs(directory, mode=0o700, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=".progress-", dir=directory)
-    try:
-        with os.fdopen(handle, "w") as stream:
-            json.dump(document, stream)
-        os.replace(temporary, path)
-    except BaseException:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
-        raise
+    replace_json(path, document)
 
 
 def read_progress(path):

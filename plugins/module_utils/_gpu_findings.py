@@ -207,8 +207,8 @@ def _gpu_findings(findings, gpu, gen_under_load):
     width, width_max = gpu.get("pcie_width"), gpu.get("pcie_width_max")
     if width and width_max and width < width_max:
         findings.add("pcie_width_below_max", index, "PCIe link x%d of x%d" % (width, width_max))
-    # The generation now is not judged: an idle GPU trains its link down (gen 1 of 5 at P8) without always setting
-    # the gpu_idle reason. Only a generation seen under load is.
+    # Only a generation read under load is judged (_pcie_links): an idle GPU trains its link down (gen 1 of 5 at P8)
+    # without always setting the gpu_idle reason.
     generation, generation_max = gen_under_load.get(index), gpu.get("pcie_gen_max")
     if generation and generation_max and generation < generation_max:
         findings.add("pcie_gen_below_max", index, "PCIe generation %d of %d under load" % (generation, generation_max))
@@ -342,8 +342,8 @@ def assess(gpus, node, selected=None, environment=None, min_free_gib=None, downg
     p2p_error, iommu (_gpu_health.iommu_state), pcie_acs (_gpu_health.pcie_acs's bridges), nvidia_uvm
     (_gpu_health.nvidia_uvm_state), xid_events (_gpu_health.parse_xids), free_gib at cache_dir.
     environment: the target's, where NCCL_P2P_DISABLE may already be set. pcie_gen_under_load: {gpu index: the
-    highest PCIe generation seen under load}; the generation read now is never judged. world_size: the GPUs the
-    engine needs (tensor_parallel_size x pipeline_parallel_size).
+    PCIe generation read under load} (_pcie_links.generations_to_judge); a GPU not in it is not judged. world_size:
+    the GPUs the engine needs (tensor_parallel_size x pipeline_parallel_size).
     """
     findings = _Findings(downgrade)
     chosen = [gpu for gpu in gpus if selected is None or gpu["index"] in selected]

@@ -28,8 +28,9 @@ from ansible_collections.llmops.vllm.plugins.module_utils._gpu_memory import (
 )
 
 CSV_FORMAT = "csv,noheader,nounits"
-# name is the one free-text column (it may hold commas): two fields before it, the rest after it. temperature.gpu and
-# pstate are read only because a faulted GPU reads [GPU requires reset] there while other columns may still read.
+# name is the one free-text column (it may hold commas): two fields before it, the rest after it. temperature.gpu is
+# read only because a faulted GPU reads [GPU requires reset] there while other columns may still read; pstate for that
+# too, and to tell a link generation read under load from one read at idle (_pcie_links).
 HEALTH_FIELDS = ("index", "uuid", "name", "pci.bus_id", "driver_version", "persistence_mode",
                  "ecc.errors.uncorrected.volatile.total", "ecc.errors.uncorrected.aggregate.total",
                  "retired_pages.pending", "clocks.sm", "clocks.max.sm", "clocks_event_reasons.active",
@@ -42,7 +43,7 @@ REMAP_FIELDS = ("gpu_bus_id", "remapped_rows.pending", "remapped_rows.failure")
 ROW_KEYS = ("index", "uuid", "name", "bus_id", "fault", "driver_version", "persistence_mode", "ecc_mode",
             "ecc_volatile_uncorrected", "ecc_aggregate_uncorrected", "retired_pages_pending", "remap_pending",
             "remap_failed", "clock_sm_mhz", "clock_sm_max_mhz", "throttle_mask", "throttle_reasons", "power_limit_w",
-            "power_default_limit_w", "pcie_gen", "pcie_gen_max", "pcie_width", "pcie_width_max")
+            "power_default_limit_w", "pcie_gen", "pcie_gen_max", "pcie_width", "pcie_width_max", "pstate")
 
 # NVML's clock event (throttle) reason bits, nvml.h's nvmlClocksEventReasons.
 THROTTLE_REASONS = (
@@ -177,8 +178,15 @@ def parse_health(output, fields=HEALTH_FIELDS, errors=""):
             "pcie_gen_max": number(raw["pcie.link.gen.max"]),
             "pcie_width": number(raw["pcie.link.width.current"]),
             "pcie_width_max": number(raw["pcie.link.width.max"]),
+            "pstate": _pstate(raw.get("pstate", "")),
         })
     return rows
+
+
+def _pstate(text):
+    """P0 to P15 as nvidia-smi writes it; None for [N/A], [Unknown] or nothing."""
+    text = text_field(text)
+    return text if text and text[0] == "P" and text[1:].isdigit() else None
 
 
 def parse_remapped_rows(output):
@@ -331,7 +339,7 @@ class NvmlHealth:
     def _gpu(self, index, handle):
         nvml = self._nvml
         self._call("nvmlDeviceGetTemperature", handle, getattr(nvml, "NVML_TEMPERATURE_GPU", 0))
-        self._call("nvmlDeviceGetPerformanceState", handle)
+        pstate = self._call("nvmlDeviceGetPerformanceState", handle)
         pci = self._call("nvmlDeviceGetPciInfo", handle)
         remaps = self._call("nvmlDeviceGetRemappedRows", handle)
         mask = self._call("nvmlDeviceGetCurrentClocksEventReasons", handle)
@@ -371,6 +379,8 @@ class NvmlHealth:
             "pcie_gen_max": self._call("nvmlDeviceGetMaxPcieLinkGeneration", handle),
             "pcie_width": self._call("nvmlDeviceGetCurrPcieLinkWidth", handle),
             "pcie_width_max": self._call("nvmlDeviceGetMaxPcieLinkWidth", handle),
+            # NVML_PSTATE_0 to _15 are 0 to 15; NVML_PSTATE_UNKNOWN is 32.
+            "pstate": "P%d" % pstate if isinstance(pstate, int) and 0 <= pstate <= 15 else None,
         }
 
     def _identity(self, handle):

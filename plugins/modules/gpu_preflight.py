@@ -14,8 +14,8 @@ description:
     and node-wide, and judges each reading by a documented rule as an error or a warning.
   - Per GPU, whether it is faulted, persistence mode, the ECC mode and uncorrected ECC errors (volatile and
     aggregate), retired pages pending, row remaps pending or failed, SM clocks and throttle reasons, the power limit
-    against its default, and the PCIe link's width against its maximum (its generation only as seen under load, see
-    O(pcie_gen_under_load)).
+    against its default, and the PCIe link's width against its maximum (its generation only as read under load, see
+    O(pcie_record)).
   - For the node, the driver's CUDA version against the CUDA the target venv's torch was built for, the
     peer-to-peer matrix between the selected GPUs and the NCCL settings that fit it, the IOMMU's mode for the
     GPUs, the PCIe Access Control Services (ACS) of the bridges above them, whether C(/dev/nvidia-uvm) exists or can
@@ -57,7 +57,8 @@ extends_documentation_fragment:
 attributes:
   check_mode:
     support: full
-    details: The module only reads; check mode runs it as usual.
+    details: The module only reads, and keeps what it read under load in O(pcie_record) unless
+      O(update_pcie_record=false).
   diff_mode:
     support: none
   platform:
@@ -99,14 +100,29 @@ options:
     default: []
   pcie_gen_under_load:
     description:
-      - "The highest PCIe link generation each GPU was seen at under load, by GPU index, such as V({0: 5, 1: 4}),
-        from C(nvidia-smi --query-gpu=index,pcie.link.gen.current) read while the GPUs serve."
-      - A GPU's generation below its C(pcie.link.gen.max) (what the GPU and the slot both allow) here is
-        V(pcie_gen_below_max). The generation read by the preflight itself is never judged, since an idle GPU trains
-        its link down (a Blackwell board at P8 reads generation 1 of 5 without always setting the idle reason); it
-        is a note.
+      - "The PCIe link generation each GPU was seen at under load, by GPU index, such as V({0: 5, 1: 4}), from
+        C(nvidia-smi --query-gpu=index,pcie.link.gen.current,pstate) read while the GPUs serve. Judged in place of
+        what the preflight reads or keeps for those GPUs."
+      - A GPU's generation below its C(pcie.link.gen.max) (what the GPU and the slot both allow) is
+        V(pcie_gen_below_max).
     type: dict
     default: {}
+  pcie_record:
+    description:
+      - A file on the node where the preflight keeps the latest PCIe link generation read under load of each GPU
+        (by UUID, with its bus id and when it was read), and from which it reads it again.
+      - A generation is judged only as read under load, in the performance states P0 to P2, where the driver runs
+        the link at the generation it trained to. An idle GPU trains its link down (a Blackwell board at P8 reads
+        generation 1 of 5 without always setting the idle reason); a preflight that finds a GPU idle judges the
+        latest reading kept for that GPU in that slot, and where there is none, says so in a note.
+      - Not kept nor read when not set.
+    type: path
+  update_pcie_record:
+    description:
+      - Write what was read under load to O(pcie_record). V(false) only reads it, as in check mode.
+      - The file is a record of readings, not of the node's configuration, so writing it does not make the task changed.
+    type: bool
+    default: true
   world_size:
     description:
       - The GPUs the target's engine needs, C(tensor_parallel_size) times C(pipeline_parallel_size). Fewer selected
@@ -124,8 +140,8 @@ requirements:
 seealso:
   - module: llmops.vllm.wait_for_gpu_memory
 notes:
-  - A PCIe link's generation drops while the GPU is idle, which is why only a generation seen under load
-    (O(pcie_gen_under_load)) is judged; a width below its maximum does not recover under load and is an error.
+  - A PCIe link's generation drops while the GPU is idle, which is why only a generation read under load
+    (O(pcie_record)) is judged; a width below its maximum does not recover under load and is an error.
   - The fix of V(p2p_unsupported) sets C(NCCL_P2P_DISABLE=1) for the whole node, in the inventory's
     C(vllm_environment) that the baseline and every variant share, so that a trial does not compare NCCL transports.
   - The fix of V(pcie_acs_redirect) follows NVIDIA's NCCL troubleshooting guide (PCI Access Control Services). It
@@ -156,6 +172,10 @@ EXAMPLES = r"""
   llmops.vllm.gpu_preflight:
     downgrade: [pcie_width_below_max]
 
+- name: Judge each GPU's PCIe generation as read under load, now or by an earlier preflight
+  llmops.vllm.gpu_preflight:
+    pcie_record: /var/lib/vllm-switch/gpu-pcie-links.json
+
 - name: Check that eight GPUs serve a TP 8 engine, judging the PCIe generations seen while they served
   llmops.vllm.gpu_preflight:
     world_size: 8
@@ -179,7 +199,7 @@ warnings_found:
   returned: success
   type: list
   elements: str
-  sample: ["GPU 0: PCIe generation 1 of 5 (...). Fix: read it again under load ..."]
+  sample: ["GPU 7: PCIe generation 4 of 5 under load (...). Fix: check the BIOS's PCIe speed setting, ..."]
 findings:
   description: Every finding, errors first.
   returned: success
@@ -237,6 +257,7 @@ gpus:
       pcie_gen_max: 5
       pcie_width: 16
       pcie_width_max: 16
+      pstate: P8
       throttle_reasons: [gpu_idle]
     - index: 1
       name: NVIDIA RTX PRO 6000 Blackwell Server Edition
@@ -250,6 +271,18 @@ gpus:
     ecc_mode:
       description: Whether ECC is on (C(ecc.mode.current)); V(null) on a board without ECC.
       type: bool
+    pstate:
+      description: The performance state, V(P0) (highest) to V(P15); V(null) where it is not read.
+      type: str
+pcie_gen_under_load:
+  description:
+    - The PCIe link generation judged for each selected GPU, by index, and where it was read (now in P0 to P2, on an
+      earlier preflight kept in O(pcie_record), or given in O(pcie_gen_under_load)). A GPU without one is not here.
+  returned: success
+  type: dict
+  sample:
+    "0": {generation: 5, generation_max: 5, read: read at P1 on 2026-12-07T21:40:05Z}
+    "7": {generation: 4, generation_max: 5, read: read now, at P0}
 node:
   description: The node's readings, the driver's and torch's CUDA versions, the P2P matrix as C(a-b) keys (with
     C(p2p_error), what C(nvidia-smi topo -p2p r) said when it gave no matrix), the IOMMU's mode, the ACS of the
@@ -297,7 +330,8 @@ notes:
   type: list
   elements: str
   sample: ["the PCIe link generation read now was not judged, since a GPU trains its link down while idle (GPU 0 at
-    gen 1 of 5); give pcie_gen_under_load to judge one seen under load"]
+    gen 1 of 5 (P8)); it is judged once a preflight reads it in P0 to P2, as while the baseline serves traffic, or
+    when given in pcie_gen_under_load"]
 source:
   description: Where the GPUs' readings came from.
   returned: always
@@ -329,6 +363,12 @@ from ansible_collections.llmops.vllm.plugins.module_utils._gpu_health import (
     pcie_acs,
 )
 from ansible_collections.llmops.vllm.plugins.module_utils._gpu_memory import GpuQueryError, open_reader
+from ansible_collections.llmops.vllm.plugins.module_utils._pcie_links import (
+    generations_to_judge,
+    load_record,
+    not_judged_note,
+    save_record,
+)
 
 TORCH_CUDA = "import json, torch; print(json.dumps(torch.version.cuda))"
 
@@ -402,6 +442,21 @@ def pcie_generations(module, value):
     return generations
 
 
+def pcie_under_load(module, gpus, given, notes):
+    """({index: generation to judge}, {index: where it was read}), keeping what was read under load now."""
+    path = module.params["pcie_record"]
+    record, note = load_record(path) if path else (None, None)
+    if note:
+        notes.append(note)
+    generations, sources, kept = generations_to_judge(gpus, record, given)
+    if path and module.params["update_pcie_record"] and not module.check_mode and kept != record:
+        try:
+            save_record(path, kept)
+        except OSError as exc:
+            notes.append("the PCIe links read under load could not be kept in %s (%s)" % (path, exc))
+    return generations, sources
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -412,6 +467,8 @@ def main():
             min_free_gib=dict(type="float", default=20),
             downgrade=dict(type="list", elements="str", default=[]),
             pcie_gen_under_load=dict(type="dict", default={}),
+            pcie_record=dict(type="path"),
+            update_pcie_record=dict(type="bool", default=True),
             world_size=dict(type="int"),
             kernel_log=dict(type="bool", default=True),
         ),
@@ -465,15 +522,13 @@ def main():
         if text is not None:
             node["xid_events"] = parse_xids(text, all_gpus)
             notes.extend(xid_notes(node["xid_events"], selected))
-    low = ["GPU %d at gen %d of %d" % (gpu["index"], gpu["pcie_gen"], gpu["pcie_gen_max"]) for gpu in gpus
-           if gpu["pcie_gen"] and gpu["pcie_gen_max"] and gpu["pcie_gen"] < gpu["pcie_gen_max"]
-           if gpu["index"] not in gen_under_load]
-    if low:
-        notes.append("the PCIe link generation read now was not judged, since a GPU trains its link down while idle "
-                     "(%s); give pcie_gen_under_load to judge one seen under load" % ", ".join(low))
+    generations, sources = pcie_under_load(module, all_gpus, gen_under_load, notes)
+    note = not_judged_note(gpus, generations)
+    if note:
+        notes.append(note)
     findings, settings = assess(gpus, node, selected=selected, environment=params["environment"],
                                 min_free_gib=params["min_free_gib"], downgrade=params["downgrade"],
-                                pcie_gen_under_load=gen_under_load, world_size=params["world_size"])
+                                pcie_gen_under_load=generations, world_size=params["world_size"])
     findings.sort(key=lambda finding: finding["severity"] != ERROR)
     errors = [finding["message"] for finding in findings if finding["severity"] == ERROR]
     warnings = [finding["message"] for finding in findings if finding["severity"] != ERROR]
@@ -483,6 +538,10 @@ def main():
     module.exit_json(
         changed=False, passed=not errors, errors=errors, warnings_found=warnings, findings=findings,
         nccl_settings=settings, gpus=gpus, node=node, notes=notes, source=reader.source,
+        pcie_gen_under_load=dict((gpu["index"], {"generation": generations[gpu["index"]],
+                                                 "generation_max": gpu["pcie_gen_max"],
+                                                 "read": sources[gpu["index"]]})
+                                 for gpu in gpus if gpu["index"] in generations),
         msg="GPU %s: %d error(s), %d warning(s)" % (",".join(map(str, selected)), len(errors), len(warnings)),
     )
 

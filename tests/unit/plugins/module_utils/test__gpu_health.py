@@ -60,6 +60,7 @@ def test_an_older_driver_is_asked_again_by_the_throttle_reasons_older_name():
     assert gpus[0]["remap_pending"] is None and gpus[0]["bus_id"] == "0000:4f:00.0"
     assert gpus[0]["ecc_mode"] is False and gpus[0]["fault"] is None
     assert (gpus[0]["pcie_width"], gpus[0]["pcie_width_max"]) == (8, 16)
+    assert gpus[0]["pstate"] == "P8"
     assert node["cuda_driver_version"] == "12.4"
     assert node["p2p"][(0, 1)] == "OK" and node["p2p"][(2, 0)] == "CNS" and len(node["p2p"]) == 6
     assert notes[0].startswith("row remapping not reported")
@@ -150,6 +151,10 @@ class FakeNvml(types.SimpleNamespace):
     def nvmlDeviceGetP2PStatus(self, first, second, caps):
         return 5 if 1 in (first, second) else 0
 
+    def nvmlDeviceGetPerformanceState(self, handle):
+        # GPU 0 idles at P8; GPU 1 answers NVML_PSTATE_UNKNOWN (32).
+        return 8 if handle == 0 else 32
+
 
 def test_nvml_gives_the_same_rows_and_matrix_as_nvidia_smi():
     nvml = FakeNvml()
@@ -162,6 +167,7 @@ def test_nvml_gives_the_same_rows_and_matrix_as_nvidia_smi():
     assert [gpu["remap_pending"] for gpu in gpus] == [False, True]
     assert gpus[0]["retired_pages_pending"] is None and gpus[0]["power_limit_w"] == 600.0
     assert gpus[1]["bus_id"] == "0000:28:00.0" and gpus[0]["throttle_reasons"] == ["gpu_idle"]
+    assert [gpu["pstate"] for gpu in gpus] == ["P8", None]
     assert node == {"driver_version": "580.95.05", "cuda_driver_version": "13.0", "p2p": {(0, 1): "NS", (1, 0): "NS"},
                     "p2p_error": None}
     findings, settings = _gpu_findings.assess(gpus, node)

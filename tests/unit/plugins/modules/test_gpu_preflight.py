@@ -245,6 +245,29 @@ def test_the_generation_read_now_is_a_note_and_one_seen_under_load_is_judged(mon
     assert loaded["findings"][0]["reading"] == "PCIe generation 3 of 5 under load"
 
 
+def test_a_generation_read_under_load_is_judged_kept_and_judged_again_once_the_gpu_idles(monkeypatch, node, tmp_path):
+    # Only GPU 7 is asserted on: the mock counts a vLLM unit that runs on this machine (a mock node's, while the
+    # scenarios run beside the unit tests) as holding GPU 0, which then reads P1 too.
+    record = tmp_path / "gpu-pcie-links.json"
+    # GPU 7 serves (P1) with its link at gen 4 of 5; the others idle at P8, gen 1 of 5.
+    node({"7": {"pstate": "P1", "pcie.link.gen.current": 4}})
+    _failed, serving = run(monkeypatch, pcie_record=str(record), update_pcie_record=False)
+    unkept = record.exists()
+    _failed, serving = run(monkeypatch, pcie_record=str(record))
+    kept = json.loads(record.read_text(encoding="utf-8"))["gpus"]
+    node()
+    _failed, idle = run(monkeypatch, pcie_record=str(record))
+
+    assert not unkept
+    assert ("pcie_gen_below_max", "warning", 7) in rules(serving)
+    assert rules(serving) == rules(idle)
+    assert serving["pcie_gen_under_load"][7] == {"generation": 4, "generation_max": 5, "read": "read now, at P1"}
+    assert kept["GPU-test-0007"]["generation"] == 4 and kept["GPU-test-0007"]["pstate"] == "P1"
+    assert idle["pcie_gen_under_load"][7]["read"] == "read at P1 on %s" % kept["GPU-test-0007"]["seen_at"]
+    assert json.loads(record.read_text(encoding="utf-8"))["gpus"]["GPU-test-0007"] == kept["GPU-test-0007"]
+    assert any("GPU 6 at gen 1 of 5 (P8)" in note and "GPU 7" not in note for note in idle["notes"])
+
+
 def test_a_bad_pcie_gen_under_load_is_refused(monkeypatch, node):
     failed, result = run(monkeypatch, pcie_gen_under_load={"GPU0": 5})
 
