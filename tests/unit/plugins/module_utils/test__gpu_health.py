@@ -673,3 +673,42 @@ def test_a_missing_nvidia_uvm_is_an_error_only_where_nothing_creates_it(state, v
         assert findings[0]["message"].startswith(
             "node: /dev/nvidia-uvm does not exist and /usr/bin/nvidia-modprobe is not executable (CUDA's first use ")
         assert "modprobe nvidia-uvm, then nvidia-modprobe -u -c=0" in findings[0]["fix"]
+
+
+# nvidia-smi's summary table as real drivers print it, byte for byte: eight RTX 6000 Ada at 550.127.05 (CUDA 12.4),
+# from thamada/nvidia-smi (Apache-2.0), gls/RTX6000Ada_x8_smi.py (commit b09ef139, the date line above the table not
+# kept there); one H100 at 590.48.01 (CUDA 13.1), from utkuozdemir/nvidia_gpu_exporter (MIT), internal/captures/
+# linux-x86_64__nvidia-h100-80gb-hbm3__590.48.01.txt (commit f6977bb7), whose separator under the header changed.
+@pytest.mark.parametrize("banner, cuda", [
+    ("banner-8x-rtx6000ada-550.127.05.txt", "12.4"),
+    ("banner-h100-80gb-hbm3-590.48.01.txt", "13.1"),
+])
+def test_the_drivers_cuda_is_read_from_published_summaries(banner, cuda):
+    assert _gpu_health.parse_cuda_version((FIXTURES / banner).read_text(encoding="utf-8")) == cuda
+
+
+def test_a_published_eight_gpu_p2p_matrix_is_read_pair_by_pair():
+    # `nvidia-smi topo -p2p r` of eight GPUs passed through to a VM, as published in cloud-hypervisor's docs/vfio.md
+    # (commit 3b64b772, lines 151-159): a space and a tab before each row, a tab after each status, no legend.
+    matrix = _gpu_health.parse_p2p((FIXTURES / "topo-p2p-r-8x-published-in-cloud-hypervisor.txt").read_text("utf-8"))
+
+    assert len(matrix) == 56 and set(matrix.values()) == {"OK"}
+
+
+def test_the_header_underline_of_a_real_capture_into_a_file_is_removed():
+    # `nvidia-smi topo -m > topo.tbl` on eight Quadro RTX 6000, from AndyUB/au25-cse599o-hw2 (MIT),
+    # bench/allreduce/tempura/topo.tbl (commit a6fe9eb1): the driver writes ESC[4m ... ESC[0m into a file too.
+    header = (FIXTURES / "topo-m-8x-quadro-rtx6000-escapes.txt").read_text(encoding="utf-8").splitlines()[0]
+
+    assert header.startswith("\t\x1b[4mGPU0\t") and header.endswith("GPU NUMA ID\x1b[0m")
+    assert _gpu_health.strip_escapes(header) == "\t" + "\t".join(["GPU%d" % index for index in range(8)] + [
+        "CPU Affinity", "NUMA Affinity", "GPU NUMA ID"])
+
+
+def test_a_node_whose_driver_sees_no_gpu_fails_with_nvidia_smis_own_words():
+    # What nvidia-smi prints on an RTX 5090 node whose driver found no device, as published in
+    # NVIDIA/open-gpu-kernel-modules issue 862; it exits 6.
+    smi = FakeSmi([("--query-gpu", (6, "No devices were found\n", ""))])
+
+    with pytest.raises(GpuQueryError, match=r"^nvidia-smi --query-gpu failed \(rc 6\): No devices were found$"):
+        _gpu_health.NvidiaSmiHealth(smi, "nvidia-smi").read()

@@ -5,6 +5,9 @@
 from __future__ import annotations
 
 import json
+import pathlib
+
+import pytest
 
 from ansible_collections.llmops.vllm.plugins.module_utils import _gpu_findings, _gpu_health, _pcie_links
 
@@ -114,3 +117,61 @@ def test_a_record_is_written_whole_and_read_back(tmp_path):
     assert _pcie_links.load_record(path) == (record, None)
     assert oct((tmp_path / "gpu-pcie-links.json").stat().st_mode & 0o777) == "0o644"
     assert [entry.name for entry in tmp_path.iterdir()] == ["gpu-pcie-links.json"]
+
+
+# Published captures of real cards, byte for byte (tests/unit/fixtures/nvidia-smi):
+# - query-gpu-all-fields-*-{idle,load}.csv: `nvidia-smi --query-gpu=<every field> --format=csv` at idle and under a
+#   synthetic load, from utkuozdemir/nvidia_gpu_exporter (MIT), internal/captures/
+#   linux-x86_64__nvidia-h100-80gb-hbm3__590.48.01.txt (commit f6977bb7) and
+#   linux-x86_64__nvidia-geforce-rtx-4080-super__595.71.05.txt (commit 0eee0d31); UUIDs masked there.
+# - query-gpu-links-8x-quadro-rtx6000-idle.csv: `nvidia-smi --query-gpu=index,name,pci.bus_id,pcie.link.gen.current,
+#   pcie.link.gen.max,pcie.link.width.current,pcie.link.width.max --format=csv` on eight idle Quadro RTX 6000, from
+#   AndyUB/au25-cse599o-hw2 (MIT), bench/allreduce/tempura/links.csv (commit a6fe9eb1).
+FIXTURES = pathlib.Path(__file__).resolve().parents[2] / "fixtures" / "nvidia-smi"
+# The preflight asks for clocks.sm, which every-field queries name clocks.current.sm.
+ALIASES = {"clocks.sm": "clocks.current.sm"}
+
+
+def published_row(name):
+    """The preflight's HEALTH_FIELDS row taken, column by column, from a published every-field capture."""
+    header, values = (FIXTURES / name).read_text(encoding="utf-8").splitlines()
+    fields = [field.split(" [")[0] for field in header.split(", ")]
+    reading = dict(zip(fields, values.split(", ")))
+    row = ", ".join(reading[ALIASES.get(field, field)] for field in _gpu_health.HEALTH_FIELDS)
+    return _gpu_health.parse_health(row + "\n")[0]
+
+
+@pytest.mark.parametrize("capture, reading, judged", [
+    # A GeForce card idles at P8 with its link at gen 1 of 4, and runs a compute load at P2, at gen 4 of 4.
+    ("rtx-4080-super-595.71.05-idle", ("P8", 1, 4), {}),
+    ("rtx-4080-super-595.71.05-load", ("P2", 4, 4), {0: 4}),
+    # An H100 stays in P0 with its link at gen 5 of 5, idle or not.
+    ("h100-80gb-hbm3-590.48.01-idle", ("P0", 5, 5), {0: 5}),
+    ("h100-80gb-hbm3-590.48.01-load", ("P0", 5, 5), {0: 5}),
+])
+def test_published_captures_are_judged_only_as_read_under_load(capture, reading, judged):
+    gpu = published_row("query-gpu-all-fields-%s.csv" % capture)
+
+    generations, _sources, _record = _pcie_links.generations_to_judge([gpu], None, now=NOW)
+    findings, _settings = _gpu_findings.assess([gpu], {}, pcie_gen_under_load=generations)
+
+    assert (gpu["pstate"], gpu["pcie_gen"], gpu["pcie_gen_max"]) == reading
+    assert generations == judged
+    assert [finding["rule"] for finding in findings if finding["rule"].startswith("pcie")] == []
+
+
+def test_eight_published_idle_links_without_a_performance_state_are_only_noted():
+    lines = (FIXTURES / "query-gpu-links-8x-quadro-rtx6000-idle.csv").read_text(encoding="utf-8").splitlines()
+    fields = lines[0].split(", ")
+    gpus = []
+    for line in lines[1:]:
+        reading = dict(zip(fields, line.split(", ")))
+        gpus.append(dict(_gpu_health.empty_row(int(reading["index"]), uuid="GPU-%s" % reading["index"]),
+                         pcie_gen=int(reading["pcie.link.gen.current"]), pcie_gen_max=int(reading["pcie.link.gen.max"]),
+                         bus_id=reading["pci.bus_id"]))
+
+    generations, _sources, record = _pcie_links.generations_to_judge(gpus, None, now=NOW)
+
+    assert [(gpu["pcie_gen"], gpu["pcie_gen_max"]) for gpu in gpus] == [(1, 3)] * 8
+    assert generations == {} and record["gpus"] == {}
+    assert "GPU 7 at gen 1 of 3 (performance state unknown)" in _pcie_links.not_judged_note(gpus, generations)
