@@ -19,6 +19,10 @@ from ansible_collections.llmops.vllm.plugins.module_utils._gpu_memory import (
     parse_processes,
 )
 
+# The query-gpu-8x-*, query-gpu-stray/padded/mib-units/not-supported and query-apps-* fixtures are node states
+# (idle, a TP-8 load, a stray holder) written here in nvidia-smi's CSV format, not captures; reset-required and
+# lost-handle are reconstructed from published answers (see their tests). Published captures of real cards are
+# used in test__gpu_health.py and test__pcie_links.py.
 FIXTURES = pathlib.Path(__file__).resolve().parents[2] / "fixtures" / "nvidia-smi"
 
 

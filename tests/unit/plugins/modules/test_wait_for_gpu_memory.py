@@ -91,6 +91,7 @@ def run(monkeypatch, check_mode=False, **args):
     return run_module(monkeypatch, wait_for_gpu_memory, args, check_mode=check_mode)
 
 
+# Node states written here in nvidia-smi's CSV format, not captures (see test__gpu_memory.py).
 IDLE = {"gpus": "query-gpu-8x-idle.csv", "apps": "query-apps-empty.csv"}
 # The processes have exited and the driver has not released their memory yet.
 RELEASING = {"gpus": "query-gpu-8x-loaded.csv", "apps": "query-apps-empty.csv"}
