@@ -14,6 +14,7 @@ from ansible_collections.llmops.vllm.plugins.module_utils._gpu_memory import (
     fault_fix,
     fault_of,
     handle_failure,
+    lost_gpu_lines,
     parse_gpus,
     parse_mib,
     parse_processes,
@@ -155,6 +156,25 @@ def test_a_gpu_nvidia_smi_cannot_open_is_faulted_at_its_position():
 
     assert [(gpu["index"], gpu["fault"], gpu["name"]) for gpu in gpus] == [
         (0, None, "NVIDIA GeForce RTX 4090"), (1, "Unknown Error", None), (2, None, "NVIDIA GeForce RTX 4090")]
+
+
+@pytest.mark.parametrize("capture, fault", [
+    # `nvidia-smi` on a node whose only GPU fell off the bus, published in marian-nmt/marian issue 251 (2019-02-27),
+    # the two spaces after "lost." as printed.
+    ("handle-failure-gpu-lost-marian-nmt-251.txt", "GPU is lost"),
+    # `nvidia-smi -a -i 0` on a failed GPU, published in NVIDIA/nvidia-docker issue 1553.
+    ("handle-failure-unknown-error-nvidia-docker-1553.txt", "Unknown Error"),
+    # `nvidia-smi` on a Tesla P4 that overheated, published in pdbear/syno_nvidia_gpu_driver issue 22 (2024-06-13):
+    # no space between "GPU" and the bus id, as that driver prints it.
+    ("handle-failure-unknown-error-tesla-p4-syno-22.txt", "Unknown Error"),
+])
+def test_published_output_of_a_node_whose_only_gpu_cannot_be_opened_is_that_gpu_faulted(capture, fault):
+    # All that nvidia-smi printed is its failure line, so the GPU it names is the first and only one.
+    gpus = parse_gpus(recorded(capture), probe=True)
+
+    assert gpus == [{"index": 0, "uuid": None, "name": None, "memory_used_mib": None, "memory_total_mib": None,
+                     "fault": fault}]
+    assert lost_gpu_lines(recorded(capture))
 
 
 def test_a_failure_line_on_stdout_numbers_the_gpu_itself():
