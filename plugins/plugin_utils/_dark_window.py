@@ -186,9 +186,7 @@ def plan(records: Mapping[str, Mapping[str, t.Any]], *, baseline: str, variant: 
     def dark(lifetimes: int, rolled_back: bool) -> float | None:
         if not known:
             return None
-        # Restart the baseline warm, load the variant cold, then a warm restart of each side per further pair.
-        seconds = 2 * lifetimes * (stop + benchmark_s) + warm_s + cold_s + (2 * lifetimes - 2) * warm_s
-        return seconds + (stop + warm_s if rolled_back else 0.0)
+        return dark_seconds(lifetimes, rolled_back, stop_s=stop, warm_s=warm_s, cold_s=cold_s, benchmark_s=benchmark_s)
 
     least, most_s = dark(fewest, False), dark(most, True)
     answer = {
@@ -207,6 +205,57 @@ def plan(records: Mapping[str, Mapping[str, t.Any]], *, baseline: str, variant: 
     }
     answer['lines'] = plan_lines(answer, variant)
     return answer
+
+
+def dark_seconds(lifetimes: int, rolled_back: bool, *, stop_s: float, warm_s: float, cold_s: float,
+                 benchmark_s: float) -> float:
+    """Seconds out of service for a trial of ``lifetimes`` a side, ended by a rollback or not.
+
+    The baseline restarts warm, the variant loads cold, then each side restarts warm for every further pair; each
+    lifetime is stopped once and benchmarked once. A rollback adds one more stop and the baseline's warm restart.
+    """
+    seconds = 2 * lifetimes * (stop_s + benchmark_s) + warm_s + cold_s + (2 * lifetimes - 2) * warm_s
+    return seconds + (stop_s + warm_s if rolled_back else 0.0)
+
+
+def budget_refusal(answer: Mapping[str, t.Any], budget_minutes: float | None, variant: str) -> str | None:
+    """Why a plan does not fit the dark-minutes budget, with what would fit; None when it fits or there is no budget.
+
+    The plan's upper bound is what must fit: the most lifetimes a side, rolled back, with the baseline's reload. A
+    plan that lacks a figure cannot be held to a budget, so it is refused too, naming what would complete it.
+    """
+    if budget_minutes is None:
+        return None
+    budget = f'vllm_switch_max_dark_minutes={budget_minutes:g}'
+    if answer.get('most_minutes') is None:
+        missing = [line for line in answer.get('assumed') or [] if 'not known' in line or 'none assumed' in line]
+        return (f'the trial of {variant} cannot be held to {budget}: its plan lacks a figure ({"; ".join(missing)}). '
+                'Set vllm_expected_load_seconds and vllm_switch_expected_stream_tok_s, or give every workload a '
+                'window (duration_s). Nothing was stopped.')
+    if answer['most_minutes'] <= budget_minutes:
+        return None
+    figures = dict(stop_s=float(answer['stop_s']), warm_s=float(answer['warm_restart_s']),
+                   cold_s=float(answer['cold_load_s']), benchmark_s=float(answer['benchmark_s']))
+    most = int(answer['lifetimes']['most'])
+    limit_s = budget_minutes * 60.0
+    fits = [lifetimes for lifetimes in range(most - 1, 0, -1) if dark_seconds(lifetimes, True, **figures) <= limit_s]
+    would_fit = []
+    if fits:
+        would_fit.append(f'vllm_switch_max_lifetimes={fits[0]} (at most {dark_seconds(fits[0], True, **figures) / 60:.0f} '
+                         'min)')
+    # The benchmark a lifetime may take for the planned lifetimes to fit: the rest of the plan is starts and stops.
+    fixed_s = dark_seconds(most, True, **dict(figures, benchmark_s=0.0))
+    room_s = (limit_s - fixed_s) / (2 * most)
+    if room_s > 0:
+        would_fit.append(f"benchmarks of at most {_span(room_s / 60.0)} a lifetime (planned {_span(figures['benchmark_s'] / 60.0)}): "
+                         'shorter windows (duration_s) or fewer requests')
+    smallest_s = dark_seconds(1, True, **dict(figures, benchmark_s=0.0))
+    if not would_fit:
+        would_fit.append(f"nothing at this node's starts: one lifetime a side without a benchmark is already "
+                         f'{_span(smallest_s / 60.0)}; raise the budget')
+    return (f"the trial of {variant} may keep the node out of service for {_span(answer['most_minutes'])} "
+            f"({most} lifetimes a side and rolled back), more than {budget}. What would fit: "
+            f"{'; or '.join(would_fit)}. Nothing was stopped.")
 
 
 def _span(minutes: float) -> str:

@@ -58,7 +58,11 @@ from collections.abc import Mapping, Sequence
 
 from ansible_collections.llmops.vllm.plugins.plugin_utils import _lifetime_decision as decision
 from ansible_collections.llmops.vllm.plugins.plugin_utils._calibration import CalibrationError, calibrate_levels, cold_loads
-from ansible_collections.llmops.vllm.plugins.plugin_utils._dark_window import DarkWindowError, benchmark_timing
+from ansible_collections.llmops.vllm.plugins.plugin_utils._dark_window import (
+    DarkWindowError,
+    benchmark_timing,
+    budget_refusal,
+)
 from ansible_collections.llmops.vllm.plugins.plugin_utils._dark_window import plan as dark_window_plan
 from ansible_collections.llmops.vllm.plugins.plugin_utils._decision import DECISION_KEYS, DecisionError, history_from_node
 from ansible_collections.llmops.vllm.plugins.plugin_utils._stall_limits import phase_stall_limits
@@ -397,8 +401,9 @@ def _after_inspect(state, step, result, now):
     else:
         state['report'].extend(_retried_lines(state))
         state['mode'] = 'trial'
-        _plan_dark_window(state, records)
-        _issue(state, now, 'check', 'variant')
+        _plan_dark_window(state, records, now)
+        if state['next']['step'] != 'stop':
+            _issue(state, now, 'check', 'variant')
 
 
 def _identity(state, side, recorded):
@@ -432,7 +437,13 @@ def _retried_lines(state):
     return []
 
 
-def _plan_dark_window(state, records):
+def dark_budget(settings: Mapping[str, t.Any]) -> float | None:
+    """The most minutes a trial may keep the node out of service (vllm_switch_max_dark_minutes); None for no budget."""
+    budget = settings.get('max_dark_minutes')
+    return None if budget in (None, '', 0) else float(budget)
+
+
+def _plan_dark_window(state, records, now):
     settings = state['settings']
     if settings['check_mode'] or not settings['benchmark']:
         return
@@ -445,6 +456,9 @@ def _plan_dark_window(state, records):
         raise TrialError(str(error)) from None
     state['dark']['plan'] = plan
     state['report'].extend(plan['lines'])
+    refusal = budget_refusal(plan, dark_budget(settings), state['variant'])
+    if refusal:
+        _stop(state, now, refusal)
 
 
 def _inspected_for_baseline(state, now):
@@ -644,11 +658,40 @@ def _after_lifetime(state, now, side):
     state['looks'].append(answer['report'])
     state['report'] = list(answer['report'])
     if answer['decision'] == decision.ANOTHER_PAIR:
-        _serve_for_lifetime(state, now, 'baseline')
-        return
+        cut = _budget_cut(state, dark_seconds_so_far=dark_seconds, pair_seconds=pair_seconds)
+        if cut is None:
+            _serve_for_lifetime(state, now, 'baseline')
+            return
+        answer.update(decision=decision.ROLL_BACK, outcome=decision.INCONCLUSIVE, rule='dark_budget', reason=cut)
+        state['decision'] = {key: answer.get(key) for key in DECISION_KEYS if key in answer}
+        state['report'].append(cut)
     # A trial's decision is stored once: a look that asks for another pair decides nothing yet.
     state['store']['decision'] = answer
     _end_trial(state, now, 'kept' if answer['decision'] == decision.KEEP else 'rolled_back', answer['reason'])
+
+
+def _budget_cut(state, dark_seconds_so_far, pair_seconds):
+    """Why the trial ends undecided rather than measure another pair, or None while that pair fits the budget.
+
+    Another pair would take about as long as the one just measured, and a rollback then needs a stop and the
+    baseline's warm restart: if all of that passes the budget, the trial stops here, never past it.
+    """
+    budget = dark_budget(state['settings'])
+    if budget is None or dark_seconds_so_far is None or pair_seconds is None:
+        return None
+    plan = state['dark']['plan'] or {}
+    baseline_starts = [start['seconds'] for start in state['starts']
+                       if start.get('variant') == state['baseline'] and isinstance(start.get('seconds'), (int, float))]
+    warm_s = max(baseline_starts) if baseline_starts else float(plan.get('warm_restart_s') or 0.0)
+    rollback_s = float(plan.get('stop_s') or 0.0) + warm_s
+    projected = dark_seconds_so_far + pair_seconds + rollback_s
+    if projected <= budget * 60.0:
+        return None
+    pairs = sum(1 for lifetime in state['lifetimes'] if lifetime['side'] == 'variant')
+    return (f'undecided after {pairs} lifetimes a side: another pair ({pair_seconds / 60:.1f} min) and the rollback '
+            f'({rollback_s / 60:.1f} min) would bring the time out of service to {projected / 60:.1f} min, past '
+            f'vllm_switch_max_dark_minutes={budget:g} (out of service {dark_seconds_so_far / 60:.1f} min so far); '
+            f'{state["baseline"]} is put back')
 
 
 def _end_trial(state, now, outcome, reason):

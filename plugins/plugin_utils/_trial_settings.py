@@ -81,7 +81,41 @@ def trial_setting_problems(settings: Mapping[str, t.Any], check_replay_files: bo
     problems.extend(preflight_problems(settings.get('vllm_switch_preflight_downgrade')))
     problems.extend(_prefetch_problems(settings))
     problems.extend(phase_stall_problems(settings.get('vllm_switch_phase_stall_timeouts')))
+    problems.extend(dark_budget_problems(settings))
     return problems
+
+
+# A trial, however short its benchmarks, restarts the baseline, loads the variant and, rolled back, restarts the
+# baseline again: three starts of the model.
+SMALLEST_TRIAL_STARTS = 3
+
+
+def dark_budget_problems(settings: Mapping[str, t.Any]) -> list[str]:
+    """A dark-minutes budget must be a positive number of minutes that holds at least the smallest trial's starts.
+
+    The node's own figures (its recorded starts and speeds) are checked against the budget on the node, before
+    anything stops; here only what the inventory says is known: the expected load time.
+    """
+    where = 'vllm_switch_max_dark_minutes'
+    budget = settings.get(where)
+    if budget is None:
+        return []
+    try:
+        minutes = float(budget) if isinstance(budget, str) else budget
+    except ValueError:
+        minutes = budget
+    if isinstance(minutes, bool) or not isinstance(minutes, (int, float)) or not 0 < minutes < float('inf'):
+        return ['%s: must be a positive number of minutes (or null for no budget), got %r' % (where, budget)]
+    load = settings.get('vllm_expected_load_seconds')
+    try:
+        load_s = float(load) if load is not None else None
+    except (TypeError, ValueError):
+        return []
+    if load_s and minutes * 60.0 < SMALLEST_TRIAL_STARTS * load_s:
+        return ['%s: %g min is below the smallest trial: one lifetime a side, rolled back, starts the model %d times, '
+                '%g min at vllm_expected_load_seconds=%g' % (where, minutes, SMALLEST_TRIAL_STARTS,
+                                                            SMALLEST_TRIAL_STARTS * load_s / 60.0, load_s)]
+    return []
 
 
 def phase_stall_problems(limits: t.Any) -> list[str]:
@@ -284,6 +318,7 @@ def trial_document(settings: Mapping[str, t.Any], *, host: str, kind: str = 'swi
         'expected_load_s': settings.get('vllm_expected_load_seconds'),
         'stream_tok_s': settings.get('vllm_switch_expected_stream_tok_s'),
         'phase_stall_timeouts': settings.get('vllm_switch_phase_stall_timeouts') or {},
+        'max_dark_minutes': settings.get('vllm_switch_max_dark_minutes'),
     }
     return {'trial': trial, 'workloads': workloads, 'benchmark_client': client, 'node_url': node_url}, []
 

@@ -11,6 +11,8 @@ from ansible_collections.llmops.vllm.plugins.plugin_utils._dark_window import (
     ASSUMED_STOP_S,
     DarkWindowError,
     benchmark_timing,
+    budget_refusal,
+    dark_seconds,
     plan,
     recorded_starts,
 )
@@ -125,3 +127,38 @@ def test_benchmark_timing_reads_a_looped_benchmark():
         {'workload': 'tools', 'concurrency': 8, 'requests': 12, 'seconds': 30.0, 'output_tokens': 900}]
     with pytest.raises(DarkWindowError):
         benchmark_timing('not a benchmark')
+
+
+def test_a_plan_within_the_budget_or_without_one_is_not_refused():
+    answer = plan(RECORDS, baseline='baseline', variant='ngram', workloads=WORKLOADS, max_lifetimes=10, stop_s=5)
+    assert budget_refusal(answer, None, 'ngram') is None
+    assert budget_refusal(answer, answer['most_minutes'], 'ngram') is None
+
+
+def test_a_plan_past_the_budget_is_refused_with_the_most_lifetimes_and_the_benchmark_that_would_fit():
+    answer = plan(RECORDS, baseline='baseline', variant='ngram', workloads=WORKLOADS, max_lifetimes=10, stop_s=5)
+    figures = dict(stop_s=5.0, warm_s=315.0, cold_s=1800.0, benchmark_s=525.0)
+    assert round(dark_seconds(10, True, **figures) / 60, 1) == answer['most_minutes']
+    # L lifetimes a side, rolled back, take 1690 L + 1805 s here: seven 227.3 min, eight 255.4 min.
+    refusal = budget_refusal(answer, 240, 'ngram')
+    assert dark_seconds(7, True, **figures) <= 240 * 60 < dark_seconds(8, True, **figures)
+    assert 'vllm_switch_max_lifetimes=7 ' in refusal and 'vllm_switch_max_dark_minutes=240' in refusal
+    # At ten lifetimes a side the starts and stops alone take (315 + 1800 + 18 * 315 + 20 * 5 + 5 + 315) s, which
+    # leaves (240 * 60 - 8205) / 20 s = 5.2 min for each lifetime's benchmark.
+    fixed = dark_seconds(10, True, **dict(figures, benchmark_s=0.0))
+    assert fixed == 8205.0
+    assert 'benchmarks of at most 5.2 min a lifetime (planned 8.8 min)' in refusal
+
+
+def test_a_budget_no_trial_fits_says_so():
+    answer = plan(RECORDS, baseline='baseline', variant='ngram', workloads=WORKLOADS, max_lifetimes=2, stop_s=5)
+    refusal = budget_refusal(answer, 30, 'ngram')
+    assert 'raise the budget' in refusal and 'vllm_switch_max_lifetimes' not in refusal
+
+
+def test_a_plan_that_lacks_a_figure_cannot_be_held_to_a_budget():
+    answer = plan({}, baseline='baseline', variant='ngram', workloads=WORKLOADS, max_lifetimes=2)
+    assert answer['most_minutes'] is None
+    refusal = budget_refusal(answer, 240, 'ngram')
+    assert refusal.startswith('the trial of ngram cannot be held to vllm_switch_max_dark_minutes=240')
+    assert 'starts: not known' in refusal

@@ -303,6 +303,49 @@ def test_an_undecided_trial_rolls_back_as_inconclusive_at_the_maximum_and_says_w
     assert record['decision']['pairs'] == 3 and 'pair' in (record['decision']['to_decide'] or '')
 
 
+def test_a_plan_longer_than_the_dark_minutes_budget_is_refused_before_anything_stops_with_what_would_fit():
+    # Four lifetimes a side at the fresh node's assumed figures (30-minute loads): about 5 hours, rolled back.
+    node = Node({'baseline': [1000], 'variant': [1200]})
+    state, named, closing = replay(node, max_dark_minutes=120)
+
+    assert names(named) == ['lock', 'inspect']
+    assert state['next']['step'] == 'stop'
+    message = state['next']['msg']
+    assert 'vllm_switch_max_dark_minutes=120' in message and '4 lifetimes a side and rolled back' in message
+    # One lifetime a side, rolled back: two stops, two benchmarks and three 30-minute starts, under 120 minutes.
+    assert 'vllm_switch_max_lifetimes=1' in message
+    assert node.running == [UNITS['baseline']] and not node.written and not node.hooks
+    assert state['dark']['since'] is None and not state['dark']['out']
+
+
+def test_a_plan_within_the_budget_runs_as_planned():
+    node = Node({'baseline': [1000, 1004, 998], 'variant': [1200, 1196, 1205]})
+    state, named, closing = replay(node, max_dark_minutes=300)
+
+    assert state['dark']['plan']['most_minutes'] <= 300
+    assert history_lines(node)[-1]['outcome'] == 'kept'
+
+
+def test_a_trial_that_another_pair_would_take_past_the_budget_ends_undecided_and_puts_the_baseline_back():
+    # The plan (1-s loads, a fast stream) fits 16 minutes, but each pair really takes 4 minutes: after the third pair,
+    # out of service 14 minutes, another pair and the rollback would pass the budget.
+    node = Node({'baseline': [1000, 1080, 960], 'variant': [990, 1060, 940]})
+    state, named, closing = replay(node, max_lifetimes=4, expected_load_s=1, stream_tok_s=1000, max_dark_minutes=16)
+
+    assert state['dark']['plan']['most_minutes'] <= 16
+    record = history_lines(node)[-1]
+    assert record['outcome'] == 'rolled_back' and record['decision']['rule'] == 'dark_budget'
+    assert record['decision']['outcome'] == 'inconclusive' and record['decision']['pairs'] == 3
+    assert record['reason'].startswith('undecided after 3 lifetimes a side')
+    assert 'vllm_switch_max_dark_minutes=16' in record['reason']
+    assert names(named)[-3:] == ['serve baseline', 'persist', 'record'] and named[-3]['rolling_back']
+    assert node.running == [UNITS['baseline']]
+    # Without the budget the same node runs to its fourth pair.
+    unbounded = Node({'baseline': [1000, 1080, 960], 'variant': [990, 1060, 940]})
+    replay(unbounded, max_lifetimes=4, expected_load_s=1, stream_tok_s=1000)
+    assert history_lines(unbounded)[-1]['decision']['pairs'] == 4
+
+
 def test_one_lifetime_a_side_decides_from_the_node_s_history_of_the_baseline():
     node = Node({'baseline': [1000], 'variant': [1002]}, history=baseline_history([990, 1010, 1003, 996, 1007, 1001]))
     state, named, closing = replay(node, max_lifetimes=1)

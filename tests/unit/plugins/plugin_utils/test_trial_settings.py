@@ -110,11 +110,24 @@ def test_settings_that_follow_every_rule_have_no_problem():
      'vllm_switch_phase_stall_timeouts.warmup: must be a whole number of seconds, 0 or more, got -5'),
     ({'vllm_switch_phase_stall_timeouts': [1800]},
      'vllm_switch_phase_stall_timeouts: must map phase names to seconds, got list'),
+    ({'vllm_switch_max_dark_minutes': 0},
+     'vllm_switch_max_dark_minutes: must be a positive number of minutes (or null for no budget), got 0'),
+    ({'vllm_switch_max_dark_minutes': 'four hours'},
+     "vllm_switch_max_dark_minutes: must be a positive number of minutes (or null for no budget), got 'four hours'"),
+    # Three 30-minute starts (the baseline's restart, the variant's load, the rollback's restart) are 90 minutes.
+    ({'vllm_switch_max_dark_minutes': 60, 'vllm_expected_load_seconds': 1800},
+     'vllm_switch_max_dark_minutes: 60 min is below the smallest trial: one lifetime a side, rolled back, starts the '
+     'model 3 times, 90 min at vllm_expected_load_seconds=1800'),
 ])
 def test_each_bad_setting_is_named_with_its_rule(changes, expected):
     problems = problems_with(**changes)
 
     assert any(problem.startswith(expected) for problem in problems), problems
+
+
+@pytest.mark.parametrize('budget', [240, '240', 90.5, None])
+def test_a_dark_minutes_budget_that_holds_the_smallest_trial_passes(budget):
+    assert problems_with(vllm_switch_max_dark_minutes=budget, vllm_expected_load_seconds=1800) == []
 
 
 def test_a_mistyped_preflight_rule_is_offered_the_nearest_name():
