@@ -14,6 +14,7 @@ from ansible_collections.llmops.vllm.plugins.modules.trial_settings import DOCUM
 from ansible_collections.llmops.vllm.plugins.plugin_utils._documented_options import documented_argument_spec
 from ansible_collections.llmops.vllm.plugins.plugin_utils._trial_settings import (
     deprecated_settings,
+    drain_warnings,
     replay_files_here,
     trial_document,
     trial_setting_problems,
@@ -61,7 +62,7 @@ class ActionModule(ActionBase):
                                              check_mode=bool(self._play_context.check_mode), **node)
             problems.extend(found)
         known = known_variable_names()
-        warnings = unknown_variable_warnings(names, known)
+        warnings = unknown_variable_warnings(names, known) + drain_warnings(settings)
         result.update(
             changed=False,
             checked=sorted(settings),

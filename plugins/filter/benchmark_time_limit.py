@@ -15,7 +15,8 @@ description:
     task that runs it in the background, so that the limit follows the benchmark's own O(llmops.vllm.openai_benchmark#module:timeout)
     and the number of requests instead of a fixed guess.
   - Every request may take the whole timeout and at most a level's concurrency run at once, so a run of a level
-    takes at most ceil(num_prompts / level) timeouts, plus num_prompts / request_rate with a request rate. The
+    takes at most ceil(num_prompts / level) timeouts, plus num_prompts / request_rate with a request rate; a
+    time-boxed run (O(llmops.vllm.openai_benchmark#module:duration_s)) its warm-up, its window and one timeout. The
     warm-up runs at the highest level, and each level adds two readings of the server's metrics. The limit is
     twice that worst case plus two minutes, since it only exists to end a job that hangs.
   - Options left out take the module's defaults.
@@ -57,7 +58,7 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.llmops.vllm.plugins.module_utils._benchmark_options import ARGUMENT_SPEC
 from ansible_collections.llmops.vllm.plugins.module_utils._benchmark_progress import job_time_limit
 
-_USED = ('concurrency', 'num_prompts', 'warmup_requests', 'repeats', 'timeout', 'request_rate')
+_USED = ('concurrency', 'num_prompts', 'duration_s', 'warmup_s', 'warmup_requests', 'repeats', 'timeout', 'request_rate')
 
 
 def benchmark_time_limit(options):

@@ -116,10 +116,13 @@ def _assembled(response, chat):
     if not done:
         raise AnswerError("the stream ended before 'data: [DONE]'")
     answer_text = "".join(text)
+    reasoning_text = "".join(reasoning)
     return {
         "text": answer_text,
         "text_sha256": hashlib.sha256(answer_text.encode("utf-8")).hexdigest(),
-        "reasoning_characters": len("".join(reasoning)),
+        "reasoning_characters": len(reasoning_text),
+        # The reasoning itself is compared by its digest: a thinking model's first tokens are all reasoning.
+        "reasoning_sha256": hashlib.sha256(reasoning_text.encode("utf-8")).hexdigest(),
         "tool_calls": [calls[index] for index in sorted(calls)],
         "finish_reason": finish_reason,
         "completion_tokens": completion_tokens,

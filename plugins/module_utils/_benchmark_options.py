@@ -23,7 +23,9 @@ ARGUMENT_SPEC = dict(
     chat_template_kwargs=dict(type="dict"),
     tools=dict(type="list", elements="dict"),
     tool_choice=dict(type="str", choices=["auto", "none", "required"]),
-    num_prompts=dict(type="int", default=50),
+    num_prompts=dict(type="int"),
+    duration_s=dict(type="float"),
+    warmup_s=dict(type="float"),
     concurrency=dict(type="list", elements="int", default=[1]),
     request_rate=dict(type="float"),
     burstiness=dict(type="float"),
@@ -55,7 +57,18 @@ ARGUMENT_SPEC = dict(
     ca_path=dict(type="path"),
 )
 
-REQUIRED_BY = dict(burstiness="request_rate")
+REQUIRED_BY = dict(burstiness="request_rate", warmup_s="duration_s")
+
+# Measured requests a level and repeat when neither a count nor a window is given.
+DEFAULT_NUM_PROMPTS = 50
+
+
+def measured_prompts(params):
+    """The requests a level and repeat measures by count: num_prompts, or its default; None for a time-boxed window."""
+    if params.get("duration_s") is not None:
+        return None
+    return params["num_prompts"] if params.get("num_prompts") is not None else DEFAULT_NUM_PROMPTS
+
 
 # The sampling parameters a request may carry, in the names vLLM's OpenAI server reads. A request
 # that names none of them is sampled with the model's generation_config.json defaults.
@@ -83,8 +96,9 @@ def option_problems(params):
     """
     problems = []
     for name in ("num_prompts", "max_tokens", "repeats"):
-        if params[name] < 1:
+        if params[name] is not None and params[name] < 1:
             problems.append((name, "must be at least 1"))
+    problems.extend(_window_problems(params))
     if not params["concurrency"] or min(params["concurrency"]) < 1:
         problems.append(("concurrency", "must list at least one level, each at least 1"))
     if params["context_tokens"] is not None and params["context_tokens"] < 1:
@@ -104,6 +118,29 @@ def option_problems(params):
         problems.append(("base_url", "is the server root: drop the trailing /v1"))
     if params["stop_when_slower"] is not None:
         problems.extend(_stop_problems(params["stop_when_slower"]))
+    return problems
+
+
+def _window_problems(params):
+    """A time-boxed level (duration_s) measures what its streams write in the window, so no request count goes with
+    it, nor an arrival rate (the window is closed-loop at its concurrency); its warm-up must not outlast it."""
+    duration, warmup = params.get("duration_s"), params.get("warmup_s")
+    if duration is None:
+        return []
+    problems = []
+    if not 0 < duration < math.inf:
+        problems.append(("duration_s", "must be a positive number of seconds"))
+    if params["num_prompts"] is not None:
+        problems.append(("duration_s", "and num_prompts cannot both be set: a level is measured over a window or "
+                                       "over a count of requests"))
+    if params["request_rate"] is not None:
+        problems.append(("duration_s", "cannot go with request_rate: a window is closed-loop at its concurrency"))
+    if warmup is not None:
+        if not 0 <= warmup < math.inf:
+            problems.append(("warmup_s", "must be a number of seconds, 0 or more"))
+        elif 0 < duration < math.inf and duration < warmup:
+            problems.append(("duration_s", "must be at least warmup_s (%g s): a window shorter than its warm-up "
+                                           "measures less than it spends" % warmup))
     return problems
 
 

@@ -18,6 +18,7 @@ import os
 import threading
 import time
 
+from ansible_collections.llmops.vllm.plugins.module_utils._benchmark_options import measured_prompts
 from ansible_collections.llmops.vllm.plugins.module_utils._json_file import replace_json
 
 PROGRESS_VERSION = 1
@@ -123,8 +124,12 @@ def read_progress(path):
 
 
 def planned_requests(options):
-    """Every request the benchmark plans to send: the warm-up, then num_prompts per level and repeat."""
-    return options["warmup_requests"] + len(options["concurrency"]) * options["repeats"] * options["num_prompts"]
+    """Every request the benchmark plans to send: the warm-up, then num_prompts per level and repeat; for time-boxed
+    windows, whose requests are not known ahead, at least one a stream."""
+    prompts = measured_prompts(options)
+    if prompts is None:
+        return options["warmup_requests"] + options["repeats"] * sum(options["concurrency"])
+    return options["warmup_requests"] + len(options["concurrency"]) * options["repeats"] * prompts
 
 
 def job_time_limit(options):
@@ -139,9 +144,13 @@ def job_time_limit(options):
     """
     timeout = float(options["timeout"])
     levels = [int(level) for level in options["concurrency"]]
-    num_prompts = int(options["num_prompts"])
-    spread = num_prompts / float(options["request_rate"]) if options.get("request_rate") else 0.0
-    run = [math.ceil(num_prompts / float(level)) * timeout + spread for level in levels]
+    num_prompts = measured_prompts(options)
+    if num_prompts is None:
+        # A time-boxed run ends with its window; a request sent just before the end is cut there.
+        run = [float(options.get("warmup_s") or 0.0) + float(options["duration_s"]) + timeout for level in levels]
+    else:
+        spread = num_prompts / float(options["request_rate"]) if options.get("request_rate") else 0.0
+        run = [math.ceil(num_prompts / float(level)) * timeout + spread for level in levels]
     warmup = math.ceil(int(options["warmup_requests"]) / float(max(levels))) * timeout
     readings = len(levels) * 2 * (2 * timeout + _SETTLE_ALLOWANCE)
     worst = warmup + int(options["repeats"]) * sum(run) + readings

@@ -159,7 +159,10 @@ def summarize_errors(outcomes):
 
 
 def run_output_throughput(run):
-    """Output tokens per second of one run: the tokens of its successful requests over its duration."""
+    """Output tokens per second of one run: the tokens of its successful requests over its duration; of a time-boxed
+    window, every token that arrived inside it (streams cut at its end and streams begun in its warm-up included)."""
+    if getattr(run, "windowed", False):
+        return sum(outcome.window_tokens for outcome in run.outcomes if outcome.success) / run.duration
     return sum(outcome.output_tokens for outcome in run.outcomes if outcome.success) / run.duration
 
 
@@ -188,25 +191,37 @@ def summarize_level(max_concurrency, runs):
     time spent; with more than one repeat the spread of per-repeat output throughput is added.
     """
     outcomes = [outcome for run in runs for outcome in run.outcomes]
-    succeeded = [outcome for outcome in outcomes if outcome.success]
+    windowed = any(getattr(run, "windowed", False) for run in runs)
+    failed = sum(1 for outcome in outcomes if not outcome.success)
+    if windowed:
+        # A window's latencies are those of the requests sent inside it: the completed ones, and the streams its end
+        # cut, up to their last token (a cut stream has no end-to-end latency). Its tokens are all that arrived
+        # inside it, streams begun in the warm-up included.
+        measured = [outcome for outcome in outcomes if outcome.success and outcome.in_window]
+        succeeded = [outcome for outcome in measured if not outcome.cut]
+        timed = [outcome for outcome in measured if not outcome.cut or outcome.output_tokens > 0]
+        output_tokens = sum(outcome.window_tokens for outcome in outcomes if outcome.success)
+    else:
+        succeeded = timed = [outcome for outcome in outcomes if outcome.success]
+        output_tokens = sum(outcome.output_tokens for outcome in succeeded)
     duration = math.fsum(run.duration for run in runs)
     input_tokens = sum(outcome.prompt_tokens for outcome in succeeded)
-    output_tokens = sum(outcome.output_tokens for outcome in succeeded)
     timings = {
-        "ttft": [outcome.ttft for outcome in succeeded],
+        "ttft": [outcome.ttft for outcome in timed],
+        # A stream cut after its first chunk has shown no decoding step yet: it has a TTFT and no TPOT.
         "tpot": [
             (outcome.latency - outcome.ttft) / (outcome.output_tokens - 1)
-            for outcome in succeeded
-            if outcome.output_tokens > 1
+            for outcome in timed
+            if outcome.output_tokens > 1 and (outcome.itl or not outcome.cut)
         ],
-        "itl": [gap for outcome in succeeded for gap in outcome.itl],
+        "itl": [gap for outcome in timed for gap in outcome.itl],
         "e2el": [outcome.latency for outcome in succeeded],
     }
     result = {
         "max_concurrency": max_concurrency,
         "duration": duration,
         "completed": len(succeeded),
-        "failed": len(outcomes) - len(succeeded),
+        "failed": failed,
         "total_input_tokens": input_tokens,
         # The longest prompt sets, with max_tokens, the most context one request can hold in the KV cache.
         "max_input_tokens": max((outcome.prompt_tokens for outcome in succeeded), default=0),
@@ -219,6 +234,13 @@ def summarize_level(max_concurrency, runs):
         result.update(distribution_ms(name, timings[name]))
     result["errors"] = summarize_errors(outcomes)
     result.update(finish_reasons(succeeded))
+    # Every request's own latencies, so that a trial can pool a side's requests over its lifetimes and judge a
+    # percentile on all of them (a p99 of one lifetime's few requests is its slowest one).
+    result["latency_samples_ms"] = {name: [round(value * 1000.0, 2) for value in timings[name]]
+                                    for name in ("ttft", "tpot", "e2el")}
+    if windowed:
+        result["window_s"] = duration / len(runs)
+        result["cut_streams"] = sum(1 for outcome in outcomes if outcome.success and outcome.cut)
     if len(runs) > 1:
         per_repeat = [run_output_throughput(run) for run in runs]
         mean, half_width = mean_ci95(per_repeat)

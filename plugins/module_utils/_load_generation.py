@@ -21,7 +21,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from urllib.parse import urlsplit
 
-from ansible_collections.llmops.vllm.plugins.module_utils._benchmark_options import SAMPLING_PARAMETERS
+from ansible_collections.llmops.vllm.plugins.module_utils._benchmark_options import SAMPLING_PARAMETERS, measured_prompts
 from ansible_collections.llmops.vllm.plugins.module_utils._benchmark_statistics import (
     run_output_throughput,
     summarize_errors,
@@ -50,6 +50,10 @@ _NONEMPTY_CHOICES = re.compile(rb'"choices"\s*:\s*\[\s*[^\s\]]')
 _USAGE_OBJECT = re.compile(rb'"usage"\s*:\s*\{')
 # Every chunk carries "finish_reason": null but the last of a choice; only that one is a string.
 _FINISH_REASON = re.compile(rb'"finish_reason"\s*:\s*"([^"]*)"')
+# With stream_options.continuous_usage_stats (vLLM's, tested in its tests/entrypoints/openai/test_completion.py
+# test_completion_stream_options) every token chunk carries the output tokens so far: a stream cut at a window's end
+# is counted exactly, several tokens a chunk under speculative decoding included.
+_COMPLETION_TOKENS = re.compile(rb'"completion_tokens"\s*:\s*(\d+)')
 
 _READ_SIZE = 65536
 _ERROR_BODY_LIMIT = 65536
@@ -85,6 +89,9 @@ class RequestOutcome:
         "error_kind",
         "error_message",
         "finish_reason",
+        "cut",
+        "in_window",
+        "window_tokens",
     )
 
     def __init__(self):
@@ -97,6 +104,11 @@ class RequestOutcome:
         self.error_kind = None
         self.error_message = None
         self.finish_reason = None
+        # A time-boxed window's: whether the window's end cut the stream, whether the request was sent inside the
+        # window (after its warm-up), and the output tokens that arrived inside it.
+        self.cut = False
+        self.in_window = True
+        self.window_tokens = 0
 
     def fail(self, kind, message):
         self.success = False
@@ -106,13 +118,20 @@ class RequestOutcome:
 
 
 class LoadRun:
-    """The outcomes of one pass over a list of requests, and how long the pass took."""
+    """The outcomes of one pass over a list of requests, and how long the pass took; or, windowed, of one time-boxed
+    window, whose duration is the window's."""
 
-    __slots__ = ("outcomes", "duration")
+    __slots__ = ("outcomes", "duration", "window")
 
-    def __init__(self, outcomes, duration):
+    def __init__(self, outcomes, duration, window=None):
         self.outcomes = outcomes
         self.duration = duration
+        # A time-boxed run's window, (start, end) in perf_counter seconds; None for a run over a count of requests.
+        self.window = window
+
+    @property
+    def windowed(self):
+        return self.window is not None
 
 
 def _http_connection(url, timeout, ssl_context=None):
@@ -159,6 +178,8 @@ def request_body(endpoint, model, request, options, index=0):
         "stream": True,
         "stream_options": {"include_usage": True},
     }
+    if options.get("duration_s") is not None:
+        body["stream_options"]["continuous_usage_stats"] = True
     for name in SAMPLING_PARAMETERS:
         if options.get(name) is not None:
             body[name] = options[name]
@@ -255,36 +276,50 @@ class _StreamingSession:
     def close(self):
         self._connection.close()
 
-    def post(self, body):
+    def post(self, body, window=None):
+        """Stream one request. ``window`` (start, end), perf_counter times, time-boxes it: at the end the stream is
+        cut (not failed), and only the tokens that arrived inside the window are its ``window_tokens``."""
         outcome = RequestOutcome()
+        until = window[1] if window is not None else None
         try:
-            response, sock, started = self._send(body)
+            response, sock, started = self._send(body, until)
             if response.status != 200:
                 detail = response.read(_ERROR_BODY_LIMIT)
                 return outcome.fail("http_%d" % response.status, self._status_message(response, detail))
-            self._read_stream(response, sock, started, outcome)
+            self._read_stream(response, sock, started, outcome, window)
+        except socket.timeout as exc:
+            if until is not None and time.perf_counter() >= until:
+                # The window closed before the server answered: nothing of this request falls inside it.
+                outcome.cut = outcome.success = True
+            else:
+                outcome.fail(_error_kind(exc), "%s: %s" % (type(exc).__name__, exc))
         except (OSError, http.client.HTTPException, ValueError) as exc:
             outcome.fail(_error_kind(exc), "%s: %s" % (type(exc).__name__, exc))
-        if not outcome.success:
+        if not outcome.success or outcome.cut:
+            # A cut stream is abandoned mid-answer; closing the connection makes vLLM abort the request.
             self._connection.close()
         return outcome
 
-    def _send(self, body):
+    def _send(self, body, until=None):
         """Send the request; a kept-alive connection the server dropped while idle is retried once."""
         reused = self._connection.sock is not None
         try:
-            return self._attempt(body)
+            return self._attempt(body, until)
         except _STALE_CONNECTION_ERRORS:
             if not reused:
                 raise
             self._connection.close()
-            return self._attempt(body)
+            return self._attempt(body, until)
 
-    def _attempt(self, body):
+    def _attempt(self, body, until=None):
         connection = self._connection
         started = time.perf_counter()
+        timeout = self._target.timeout
+        if until is not None:
+            timeout = max(0.001, min(timeout, until - started))
+        connection.timeout = timeout
         if connection.sock is not None:
-            connection.sock.settimeout(self._target.timeout)
+            connection.sock.settimeout(timeout)
         connection.request("POST", self._target.path, body, self._target.headers)
         # getresponse() drops the connection's reference when the server will close, so keep ours.
         sock = connection.sock
@@ -299,9 +334,15 @@ class _StreamingSession:
             message = text.strip()
         return "HTTP %d %s: %s" % (response.status, response.reason, message)
 
-    def _read_stream(self, response, sock, started, outcome):
-        """Consume the SSE stream, timing token chunks as they arrive and decoding only usage/errors."""
+    def _read_stream(self, response, sock, started, outcome, window=None):
+        """Consume the SSE stream, timing token chunks as they arrive and decoding only usage/errors.
+
+        With a window (start, end), reading stops at its end: the stream is cut, its tokens and times are those of
+        the chunks that arrived before, and its ``window_tokens`` those that arrived after the window's start.
+        """
         deadline = started + self._target.timeout
+        window_start, window_end = window if window is not None else (None, None)
+        limit = deadline if window_end is None else min(deadline, window_end)
         if response.chunked:
             body = _ChunkedBody()
             read_raw = response.fp.read1
@@ -313,8 +354,13 @@ class _StreamingSession:
         nonempty_choices = _NONEMPTY_CHOICES.search
         usage_object = _USAGE_OBJECT.search
         finish_reason = _FINISH_REASON.search
+        completion_tokens = _COMPLETION_TOKENS.search
         last_token_at = None
         token_chunks = 0
+        # Output tokens so far, and as of the window's start: the server's own count where each chunk carries it
+        # (continuous usage), else one a chunk.
+        tokens = 0
+        tokens_before_window = 0
         usage = None
         done = False
         pending = b""
@@ -322,16 +368,26 @@ class _StreamingSession:
         while body is None or not body.finished:
             # Measured from the last arrival rather than re-reading the clock: one clock read per
             # network read keeps the per-token cost down.
-            remaining = deadline - arrived
+            remaining = limit - arrived
+            if remaining <= 0 and window_end is not None and arrived >= window_end:
+                return self._cut(response, outcome, started, last_token_at, tokens, tokens_before_window)
             if remaining <= 0:
                 raise socket.timeout("no complete response within %s s" % self._target.timeout)
             sock.settimeout(remaining)
-            data = read_raw(_READ_SIZE)
+            try:
+                data = read_raw(_READ_SIZE)
+            except socket.timeout:
+                if window_end is not None and perf_counter() >= window_end:
+                    return self._cut(response, outcome, started, last_token_at, tokens, tokens_before_window)
+                raise
             if not data:
                 if body is not None:
                     raise http.client.IncompleteRead(pending, None)
                 break
             arrived = perf_counter()
+            if window_end is not None and arrived > window_end:
+                # What this read brought arrived after the window closed.
+                return self._cut(response, outcome, started, last_token_at, tokens, tokens_before_window)
             if body is not None:
                 data = body.feed(data)
             if pending:
@@ -345,20 +401,27 @@ class _StreamingSession:
                 if payload == b"[DONE]":
                     done = True
                     continue
-                if b'"error"' in payload or (b'"usage"' in payload and usage_object(payload)):
+                has_token = nonempty_choices(payload)
+                # A token chunk's own usage (continuous usage) is read by its count alone; the final usage chunk,
+                # which has no choice, and any error are decoded.
+                if b'"error"' in payload or (not has_token and b'"usage"' in payload and usage_object(payload)):
                     document = json.loads(payload)
                     if not isinstance(document, dict):
                         raise ValueError("stream event is not a JSON object: %r" % payload[:80])
                     if document.get("error"):
                         return outcome.fail("stream_error", _error_message(document))
                     usage = document.get("usage") or usage
-                if nonempty_choices(payload):
+                if has_token:
                     if last_token_at is None:
                         outcome.ttft = arrived - started
                     else:
                         itl.append(arrived - last_token_at)
                     last_token_at = arrived
                     token_chunks += 1
+                    counted = completion_tokens(payload) if window is not None else None
+                    tokens = int(counted.group(1)) if counted else token_chunks
+                    if window_start is not None and arrived < window_start:
+                        tokens_before_window = tokens
                 # vLLM writes compact JSON, so the common chunk is skipped without a regex search.
                 if b'"finish_reason"' in payload and b'"finish_reason":null' not in payload:
                     reason = finish_reason(payload)
@@ -375,6 +438,18 @@ class _StreamingSession:
         # Without usage (a server that ignores stream_options) chunks are the best count there is.
         outcome.output_tokens = (usage or {}).get("completion_tokens") or token_chunks
         outcome.prompt_tokens = (usage or {}).get("prompt_tokens") or 0
+        if window is not None:
+            outcome.window_tokens = max(0, outcome.output_tokens - tokens_before_window)
+        return outcome
+
+    @staticmethod
+    def _cut(response, outcome, started, last_token_at, tokens, tokens_before_window):
+        """The stream as it stood when its window closed: a partial answer, neither completed nor failed."""
+        response.close()
+        outcome.success = outcome.cut = True
+        outcome.output_tokens = tokens
+        outcome.latency = last_token_at - started if last_token_at is not None else 0.0
+        outcome.window_tokens = max(0, tokens - tokens_before_window)
         return outcome
 
 
@@ -467,6 +542,57 @@ def run_load(target, bodies, concurrency, offsets, progress=None):
     return LoadRun(outcomes, duration)
 
 
+def run_window(target, next_body, concurrency, warmup_s, duration_s, progress=None):
+    """Keep ``concurrency`` streams busy (closed loop: each sends its next request as its last ends) for ``warmup_s``
+    and then the ``duration_s`` window that is measured; every stream still open at the window's end is cut there.
+
+    ``next_body`` gives the next request body; it is called under a lock. The run's duration is the window's, and
+    its requests are marked as sent inside the window or during the warm-up.
+    """
+    lock = threading.Lock()
+    outcomes = []
+    started = time.perf_counter()
+    window = (started + warmup_s, started + warmup_s + duration_s)
+
+    def stream():
+        session = _StreamingSession(target)
+        try:
+            while time.perf_counter() < window[1]:
+                with lock:
+                    body = next_body()
+                sent = time.perf_counter()
+                outcome = session.post(body, window)
+                outcome.in_window = sent >= window[0]
+                with lock:
+                    outcomes.append(outcome)
+                if progress is not None:
+                    progress.request_done(outcome)
+        finally:
+            session.close()
+
+    with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="openai-window") as pool:
+        for future in [pool.submit(stream) for dummy in range(concurrency)]:
+            future.result()
+    return LoadRun(outcomes, duration_s, window)
+
+
+# Requests prepared for each window, per stream: a window draws its prompts in order from its own share, so that no
+# window is helped by a prefix cache that an earlier one filled; a window that needs more starts its share again.
+WINDOW_REQUESTS_PER_STREAM = 64
+
+
+def window_bodies(bodies):
+    """A function that gives the bodies in turn, starting again after the last."""
+    position = [0]
+
+    def next_body():
+        body = bodies[position[0] % len(bodies)]
+        position[0] += 1
+        return body
+
+    return next_body
+
+
 def fetch_text(url, timeout, ssl_context=None):
     """GET a small text document such as /metrics; raises OSError, HTTPException or ValueError."""
     connection, parts = _http_connection(url, timeout, ssl_context)
@@ -529,13 +655,15 @@ def run_benchmark(options, progress=None):
     ssl_context = options.get("ssl_context")
     target = OpenAITarget(options["base_url"], options["endpoint"], options["api_key"], options["timeout"], ssl_context)
     levels = options["concurrency"]
-    num_prompts = options["num_prompts"]
+    windowed = options.get("duration_s") is not None
+    num_prompts = measured_prompts(options)
+    share = [WINDOW_REQUESTS_PER_STREAM * level if windowed else num_prompts for level in levels]
     warmup_count = options["warmup_requests"]
     # Every request gets its own prompt, so no level or repeat is helped by the prefix cache that an
     # earlier one filled; the same seed still gives the same prompts in the same order.
     requests = load_requests(
         options["prompt_set"],
-        warmup_count + len(levels) * options["repeats"] * num_prompts,
+        warmup_count + options["repeats"] * sum(share),
         options["seed"],
         options.get("context_tokens"),
     )
@@ -549,7 +677,7 @@ def run_benchmark(options, progress=None):
             errors = summarize_errors(warmup.outcomes)
             first = next(iter(errors.values()))["first_message"]
             raise BenchmarkAborted("Every warm-up request failed; the first error was: %s" % first, errors)
-    offsets = arrival_offsets(
+    offsets = None if windowed else arrival_offsets(
         num_prompts, options["request_rate"], options["burstiness"], random.Random(options["seed"])
     )
     pending_bodies = iter(bodies[warmup_count:])
@@ -560,13 +688,18 @@ def run_benchmark(options, progress=None):
     warnings = []
     for position, level in enumerate(levels):
         if progress is not None:
-            progress.level(level, options["repeats"] * num_prompts)
+            # A window's requests are not known ahead: at least one a stream.
+            progress.level(level, options["repeats"] * (level if windowed else num_prompts))
         before, requests_before = _settled_reading(options, level, warnings, ssl_context)
         runs = []
         stop = None
         for repeat in range(options["repeats"]):
-            runs.append(run_load(target, [next(pending_bodies) for dummy in range(num_prompts)], level, offsets,
-                                 progress))
+            run_bodies = [next(pending_bodies) for dummy in range(share[position])]
+            if windowed:
+                runs.append(run_window(target, window_bodies(run_bodies), level, options.get("warmup_s") or 0.0,
+                                       options["duration_s"], progress))
+            else:
+                runs.append(run_load(target, run_bodies, level, offsets, progress))
             # After the very last run there is nothing left to spare.
             last = repeat == options["repeats"] - 1 and position == len(levels) - 1
             if not last:
@@ -583,7 +716,7 @@ def run_benchmark(options, progress=None):
         result["server_requests_before"] = requests_before
         result["server_requests_after"] = requests_after
         result["foreign_requests"] = foreign_requests(requests_before, requests_after,
-                                                      result["completed"] + result["failed"])
+                                                      sum(len(run.outcomes) for run in runs))
         if stop is not None:
             result["stopped_early"] = True
             result["stopped_early_reason"] = "stopped after run %d of %d: %s" % (

@@ -135,6 +135,10 @@ answers:
     reasoning_characters:
       description: Characters of reasoning that the server's reasoning parser split off (C(reasoning) deltas).
       type: int
+    reasoning_sha256:
+      description: SHA-256 of that reasoning, which the correctness gate compares with the text, tool calls and finish reason.
+      type: str
+      version_added: 1.2.0
     tool_calls:
       description: The tool calls assembled from the stream, each with C(name), C(arguments) (a string) and
         C(problem), what is wrong with it against the declared tool, or V(null) when it is valid.
@@ -154,6 +158,11 @@ prompt_set_sha256:
   description: SHA-256 of the requests sent, to tell that both sides were asked the same.
   returned: unless in check mode
   type: str
+chat_template_kwargs:
+  description: O(chat_template_kwargs) as sent, so that a comparison can say whether the answers were asked with thinking on.
+  returned: unless in check mode
+  type: dict
+  version_added: 1.2.0
 labels:
   description: O(labels), as given.
   returned: always
@@ -207,6 +216,7 @@ def main():
         module.fail_json(msg="Cannot check the answers: %s" % exc, **result)
     result["answers"] = answers
     result["prompt_set_sha256"] = hashlib.sha256(json.dumps(requests, sort_keys=True).encode("utf-8")).hexdigest()
+    result["chat_template_kwargs"] = params["chat_template_kwargs"]
     result["msg"] = "Read %d greedy answers." % len(answers)
     module.exit_json(**result)
 

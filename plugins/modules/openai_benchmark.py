@@ -107,8 +107,28 @@ options:
     description:
       - Number of measured requests per concurrency level and repeat. Every request of a run gets its own prompt, so
         no level or repeat is helped by a prefix cache that an earlier one filled.
+      - V(50) when neither this nor O(duration_s) is set; mutually exclusive with O(duration_s).
     type: int
-    default: 50
+  duration_s:
+    description:
+      - Measure each level and repeat over a window of this many seconds instead of a count of requests. The level's
+        streams are kept busy (closed loop at its concurrency, each sending its next request as its last one ends)
+        through O(warmup_s) and then the window; every stream still open when the window ends is cut there, and its
+        request aborted.
+      - Output throughput counts every token that arrived inside the window, from the streams it cut and the streams
+        begun in the warm-up too, by the server's own count on each chunk (C(stream_options.continuous_usage_stats)).
+        TTFT and TPOT come from the requests sent inside the window, the cut ones up to their last token; E2E latency
+        from those that completed. A level then costs the same time whatever the answers' lengths.
+      - Not with O(num_prompts) or O(request_rate). Each window draws its prompts from its own share of the prompt set
+        (64 a stream), in order, starting its share again when it needs more.
+    type: float
+    version_added: 1.2.0
+  warmup_s:
+    description:
+      - Seconds of the same closed-loop traffic before each window, not measured, so that the window starts with
+        every stream busy. At most O(duration_s). Requires O(duration_s).
+    type: float
+    version_added: 1.2.0
   concurrency:
     description:
       - Maximum number of requests in flight (C(--max-concurrency) of C(vllm bench serve)). Each level is measured
@@ -400,9 +420,29 @@ results:
       type: float
       sample: 21.7
     completed:
-      description: Requests that streamed at least one token chunk and ended with the C([DONE]) event.
+      description:
+        - Requests that streamed at least one token chunk and ended with the C([DONE]) event; in a time-boxed window,
+          those sent inside it that ended before it closed.
       type: int
       sample: 50
+    latency_samples_ms:
+      description:
+        - Every measured request's own TTFT, TPOT and E2E latency in milliseconds (C(ttft), C(tpot), C(e2el)), so
+          that a trial can judge a percentile on the requests of all its lifetimes pooled.
+      type: dict
+      version_added: 1.2.0
+    window_s:
+      description: The window each run of the level was measured over, with O(duration_s).
+      returned: with O(duration_s)
+      type: float
+      sample: 600.0
+      version_added: 1.2.0
+    cut_streams:
+      description: Streams that the windows' ends cut, over all runs of the level, with O(duration_s).
+      returned: with O(duration_s)
+      type: int
+      sample: 8
+      version_added: 1.2.0
     failed:
       description: Requests that did not complete.
       type: int
@@ -670,6 +710,7 @@ from ansible_collections.llmops.vllm.plugins.module_utils._benchmark_options imp
     ARGUMENT_SPEC,
     REQUIRED_BY,
     level_number,
+    measured_prompts,
     option_problems,
 )
 from ansible_collections.llmops.vllm.plugins.module_utils._benchmark_progress import ProgressWriter, planned_requests
@@ -712,6 +753,7 @@ def main():
     params["base_url"] = params["base_url"].rstrip("/")
     params["metrics_url"] = params["metrics_url"] or params["base_url"] + "/metrics"
     params["burstiness"] = params["burstiness"] or 1.0
+    params["num_prompts"] = measured_prompts(params)
     # How the client trusts the server, when it may stop and where it reports progress are not part of what was
     # measured.
     options = {key: value for key, value in params.items()
@@ -740,7 +782,8 @@ def main():
         else:
             for warning in warnings:
                 module.warn(warning)
-            completed = sum(level["completed"] for level in result["results"])
+            # A window's streams that its end cut streamed too.
+            completed = sum(level["completed"] + level.get("cut_streams", 0) for level in result["results"])
             requested = sum(level["completed"] + level["failed"] for level in result["results"])
             result["msg"] = "Measured %d concurrency level%s; %d of %d requests succeeded." % (
                 len(result["results"]),

@@ -172,8 +172,10 @@ options:
         zero). V(futility), the change itself on the losing side, rolls back. At O(max_lifetimes) a side, a trial that
         none of these decides rolls back as V(inconclusive), and RV(to_decide) says how many more pairs would
         probably decide it. O(min_runs) does not apply.
-      - Failed requests, foreign traffic and O(slo) are checked on the latest pair, and the correctness gate on the
-        answers given, before any look.
+      - Failed requests and foreign traffic are checked on the latest pair, and the correctness gate on the answers
+        given, before any look. O(slo) is judged once, when the looks have decided, on each side's requests pooled
+        over all its lifetimes (every request's latencies, RV(slo_judged)); below 100 pooled requests a p99
+        limit is judged on their p90. A breach rolls back as V(slo_breached), whatever speed decided.
     type: list
     elements: dict
     default: []
@@ -504,6 +506,31 @@ slo:
   description: The O(slo) applied, with numbers as floats; V(null) without one.
   returned: always
   type: dict
+slo_judged:
+  description:
+    - With O(lifetimes), once the looks have decided, the SLO as judged on each side's requests pooled over all its
+      lifetimes, one entry per workload and level that has an SLO.
+  returned: with O(lifetimes), when the decision is not V(another_pair)
+  type: list
+  elements: dict
+  version_added: 1.2.0
+  contains:
+    workload:
+      description: The workload.
+      type: str
+    max_concurrency:
+      description: The level.
+      type: int
+    breaches:
+      description: What breaks the SLO, in words; empty when it holds.
+      type: list
+      elements: str
+    requests:
+      description: The requests pooled on each side (C(baseline), C(variant)); V(null) for results without per-request samples.
+      type: dict
+    judged_as:
+      description: How a metric was judged where not as named, by metric (a p99 on too few requests, ITL).
+      type: dict
 history_database:
   description: Deprecated, always V(null); the history is the node's, O(node_history).
   returned: always

@@ -10,7 +10,9 @@ keeps a draft only where the target model agrees, so greedy answers must match, 
 own nondeterminism (batch shapes and kernels that differ between a step of one token and a step
 that verifies several). The gate compares, per workload:
 
-- greedy equivalence: the share of requests whose answers differ;
+- greedy equivalence: the share of requests whose answers differ, read whole: the reasoning that a reasoning parser
+  splits off (by its digest), the text, the tool calls and the finish reason. A thinking model's first tokens are all
+  reasoning, so a check whose answers never get past it compares no text or tool call, and the gate says so;
 - tool calls: the share of calls that are valid (JSON, a declared tool, its required arguments and
   types), and the share of answers that call a tool;
 - reasoning: the share of answers with reasoning split off;
@@ -84,9 +86,14 @@ def compare_answers(variant: Mapping[str, t.Any], baseline: Mapping[str, t.Any],
     if not pairs or len(baseline['answers']) != len(variant['answers']):
         raise AnswerGateError('the two sides do not hold the same number of answers')
     count = len(pairs)
-    differing = [(index, old, new) for index, (old, new) in enumerate(pairs) if old.get('text') != new.get('text')]
+    differing = [(index, old, new) for index, (old, new) in enumerate(pairs) if _parts_differing(old, new)]
     sides = {'baseline': _figures(baseline['answers']), 'variant': _figures(variant['answers'])}
     problems = []
+    notes = []
+    if sides['baseline']['reached_answer_share'] == 0 and sides['baseline']['reasoning_share']:
+        notes.append('no answer got past its reasoning within the check\'s max_tokens, so only the reasoning and the '
+                     'finish reasons were compared, no text or tool call: raise vllm_switch_answer_max_tokens, or ask '
+                     'with thinking off (vllm_switch_answer_chat_template_kwargs)')
     if len(differing) > tolerance * count:
         problems.append('%d of %d greedy answers differ from the baseline\'s (the tolerance allows %d)'
                         % (len(differing), count, int(tolerance * count)))
@@ -105,6 +112,8 @@ def compare_answers(variant: Mapping[str, t.Any], baseline: Mapping[str, t.Any],
     return {
         'passed': not problems,
         'requests': count,
+        'thinking': _thinking(baseline),
+        'notes': notes,
         'greedy_mismatches': len(differing),
         'greedy_mismatch_rate': len(differing) / float(count),
         'finish_reason_distance': distance,
@@ -113,6 +122,34 @@ def compare_answers(variant: Mapping[str, t.Any], baseline: Mapping[str, t.Any],
         'problems': problems,
         'examples': examples,
     }
+
+
+# The parts of a greedy answer that must match, in the order a reader meets them.
+_PARTS = ('reasoning', 'text', 'tool calls', 'finish reason')
+
+
+def _part(answer, part):
+    if part == 'reasoning':
+        return answer.get('reasoning_sha256', answer.get('reasoning_characters'))
+    if part == 'text':
+        return answer.get('text')
+    if part == 'tool calls':
+        return [(call.get('name'), call.get('arguments')) for call in answer.get('tool_calls') or ()]
+    return answer.get('finish_reason')
+
+
+def _parts_differing(old, new):
+    """The parts in which two greedy answers differ: the whole answer is compared, not its text alone."""
+    return [part for part in _PARTS if _part(old, part) != _part(new, part)]
+
+
+def _thinking(result):
+    """Whether the answers were asked with the chat template's thinking on, off, or as the template defaults."""
+    kwargs = result.get('chat_template_kwargs') or {}
+    for key in ('thinking', 'enable_thinking'):
+        if key in kwargs:
+            return 'on' if kwargs[key] else 'off'
+    return 'template default'
 
 
 def _figures(answers):
@@ -128,6 +165,9 @@ def _figures(answers):
                                   if calls else None),
         'tool_calling_share': sum(1 for answer in answers if answer.get('tool_calls')) / float(len(answers)),
         'reasoning_share': sum(1 for answer in answers if answer.get('reasoning_characters')) / float(len(answers)),
+        # Answers that got past their reasoning to text or a tool call: only those show the answer itself.
+        'reached_answer_share': sum(1 for answer in answers if (answer.get('text') or '').strip()
+                                    or answer.get('tool_calls')) / float(len(answers)),
         'finish_reasons': reasons,
     }
 
@@ -142,6 +182,9 @@ def _counts_text(counts):
 
 
 def _difference(index, old, new):
+    parts = _parts_differing(old, new)
+    if parts[0] != 'text':
+        return 'request %d: the answers differ in their %s' % (index + 1, ', '.join(parts))
     old_text, new_text = old.get('text') or '', new.get('text') or ''
     at = next((position for position, (a, b) in enumerate(zip(old_text, new_text)) if a != b),
               min(len(old_text), len(new_text)))

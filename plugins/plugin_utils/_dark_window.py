@@ -20,7 +20,7 @@ import statistics
 import typing as t
 from collections.abc import Iterable, Mapping, Sequence
 
-from ansible_collections.llmops.vllm.plugins.module_utils._benchmark_options import ARGUMENT_SPEC
+from ansible_collections.llmops.vllm.plugins.module_utils._benchmark_options import ARGUMENT_SPEC, measured_prompts
 from ansible_collections.llmops.vllm.plugins.plugin_utils._lifetime_verdict import first_look
 from ansible_collections.llmops.vllm.plugins.plugin_utils._workloads import WorkloadError, workload_results
 
@@ -101,8 +101,11 @@ def _level_seconds(workload: Mapping[str, t.Any], concurrency: int, timing: Mapp
     """Seconds one level of a workload takes on one side, where the figure comes from, and whether it was measured."""
     options = workload.get('options') or {}
     repeats = int(options.get('repeats') or workload.get('repeats') or 1)
-    requests = int(options.get('num_prompts') or _default('num_prompts')) * repeats \
-        + int(options.get('warmup_requests', _default('warmup_requests')))
+    warmups = int(options.get('warmup_requests', _default('warmup_requests')))
+    prompts = measured_prompts(dict(options, num_prompts=options.get('num_prompts')))
+    if prompts is None:
+        return _window_seconds(workload, concurrency, repeats, warmups, timing, stream_tok_s)
+    requests = prompts * repeats + warmups
     rate = options.get('request_rate')
     floor = requests / float(rate) if rate else 0.0
     row = timing.get((workload['name'], concurrency))
@@ -125,6 +128,30 @@ def _level_seconds(workload: Mapping[str, t.Any], concurrency: int, timing: Mapp
             f"{workload['name']} at concurrency {concurrency}: assumed {max_tokens} tokens a request at "
             f"{stream_tok_s:g} tok/s a stream (an upper bound: answers that end sooner take less)"), False
     return None, f"{workload['name']} at concurrency {concurrency}: no speed on record and none assumed", False
+
+
+def _window_seconds(workload: Mapping[str, t.Any], concurrency: int, repeats: int, warmups: int,
+                    timing: Mapping[tuple[str, int], Mapping[str, t.Any]],
+                    stream_tok_s: float | None) -> tuple[float | None, str, bool]:
+    """A time-boxed level takes its warm-up and window each repeat, whatever the answers' lengths, plus its warm-up
+    requests, timed as the node answered this level before, else as max_tokens at the assumed stream speed."""
+    options = workload.get('options') or {}
+    windows = repeats * (float(options.get('warmup_s') or 0.0) + float(options['duration_s']))
+    said = f"{workload['name']} at concurrency {concurrency}: {repeats} window(s) of {windows / repeats:g} s"
+    if not warmups:
+        return windows, said + ' (time-boxed)', True
+    row = timing.get((workload['name'], concurrency))
+    if row:
+        per_request = float(row['seconds']) / int(row['requests'])
+        return windows + warmups * per_request, (
+            f'{said} and {warmups} warm-up request(s) at {per_request:.2f} s, measured'), True
+    if stream_tok_s:
+        max_tokens = int(options.get('max_tokens') or _default('max_tokens'))
+        seconds = math.ceil(warmups / concurrency) * max_tokens / float(stream_tok_s)
+        return windows + seconds, (
+            f'{said} and {warmups} warm-up request(s) of at most {max_tokens} tokens at {stream_tok_s:g} tok/s a '
+            'stream (an upper bound)'), False
+    return None, f'{said}, and its warm-up requests: no speed on record and none assumed', False
 
 
 def _median(values: Sequence[float]) -> float | None:
@@ -234,25 +261,27 @@ def budget_refusal(answer: Mapping[str, t.Any], budget_minutes: float | None, va
                 'window (duration_s). Nothing was stopped.')
     if answer['most_minutes'] <= budget_minutes:
         return None
-    figures = dict(stop_s=float(answer['stop_s']), warm_s=float(answer['warm_restart_s']),
-                   cold_s=float(answer['cold_load_s']), benchmark_s=float(answer['benchmark_s']))
+    planned_benchmark_s = float(answer['benchmark_s'])
+    starts = dict(stop_s=float(answer['stop_s']), warm_s=float(answer['warm_restart_s']),
+                  cold_s=float(answer['cold_load_s']))
     most = int(answer['lifetimes']['most'])
     limit_s = budget_minutes * 60.0
-    fits = [lifetimes for lifetimes in range(most - 1, 0, -1) if dark_seconds(lifetimes, True, **figures) <= limit_s]
+
+    def dark(lifetimes: int, benchmark_s: float) -> float:
+        return dark_seconds(lifetimes, True, benchmark_s=benchmark_s, **starts)
+
+    fits = [lifetimes for lifetimes in range(most - 1, 0, -1) if dark(lifetimes, planned_benchmark_s) <= limit_s]
     would_fit = []
     if fits:
-        would_fit.append(f'vllm_switch_max_lifetimes={fits[0]} (at most {dark_seconds(fits[0], True, **figures) / 60:.0f} '
-                         'min)')
+        would_fit.append(f'vllm_switch_max_lifetimes={fits[0]} (at most {dark(fits[0], planned_benchmark_s) / 60:.0f} min)')
     # The benchmark a lifetime may take for the planned lifetimes to fit: the rest of the plan is starts and stops.
-    fixed_s = dark_seconds(most, True, **dict(figures, benchmark_s=0.0))
-    room_s = (limit_s - fixed_s) / (2 * most)
+    room_s = (limit_s - dark(most, 0.0)) / (2 * most)
     if room_s > 0:
-        would_fit.append(f"benchmarks of at most {_span(room_s / 60.0)} a lifetime (planned {_span(figures['benchmark_s'] / 60.0)}): "
-                         'shorter windows (duration_s) or fewer requests')
-    smallest_s = dark_seconds(1, True, **dict(figures, benchmark_s=0.0))
+        would_fit.append(f'benchmarks of at most {_span(room_s / 60.0)} a lifetime (planned '
+                         f'{_span(planned_benchmark_s / 60.0)}): shorter windows (duration_s) or fewer requests')
     if not would_fit:
         would_fit.append(f"nothing at this node's starts: one lifetime a side without a benchmark is already "
-                         f'{_span(smallest_s / 60.0)}; raise the budget')
+                         f'{_span(dark(1, 0.0) / 60.0)}; raise the budget')
     return (f"the trial of {variant} may keep the node out of service for {_span(answer['most_minutes'])} "
             f"({most} lifetimes a side and rolled back), more than {budget}. What would fit: "
             f"{'; or '.join(would_fit)}. Nothing was stopped.")

@@ -90,7 +90,7 @@ DECISION_KEYS = ('decision', 'outcome', 'rule', 'reason', 'to_decide', 'keep_whe
                  'delta_pct', 'failed_requests', 'slo', 'levels', 'history', 'workloads', 'baseline', 'unit_checksum',
                  'identity', 'stopped_early', 'contaminated', 'foreign_traffic_accepted', 'kv_cache', 'correctness',
                  'baseline_lifetimes', 'max_lifetimes', 'pairs', 'look', 'lifetimes', 'looks', 'unstable', 'dark_minutes',
-                 'pair_minutes')
+                 'pair_minutes', 'slo_judged')
 
 
 class DecisionError(ComparisonError):

@@ -14,8 +14,10 @@ benchmarks into those looks and their answers into one decision:
 - Each workload and concurrency level is looked at on its own, from every lifetime of the trial: the runs of a
   level in one lifetime make that lifetime's figure. The baseline's stored lifetimes of the same identity, workload,
   level and prompts (the node's history) widen what is known of how its lifetimes spread.
-- The latest pair passes the checks that speed cannot outweigh first (failed requests, foreign traffic, latency
-  SLOs), through _decision.decide_workloads; a variant that fails one is rolled back for it at once.
+- The latest pair passes the checks that speed cannot outweigh first (failed requests, foreign traffic), through
+  _decision.decide_workloads; a variant that fails one is rolled back for it at once.
+- Latency SLOs are judged once, when the looks have decided, on each side's requests pooled over all its lifetimes
+  (_pooled_slo); a breach then rolls back, whatever speed decided.
 - A level shown slower, then one stopped for futility, rolls the variant back; every level kept keeps it
   (keep_when=faster also needs one level shown faster); a trial at max_lifetimes a side that is still undecided
   rolls back as inconclusive; anything else asks for another pair.
@@ -38,21 +40,24 @@ from ansible_collections.llmops.vllm.plugins.plugin_utils._decision import (
     KEEP,
     NOT_SLOWER,
     ROLL_BACK,
+    SLO_BREACHED,
     SLOWER,
     DecisionError,
     baseline_lifetimes,
+    check_slo,
     decide_workloads,
     kv_cache_room,
     runs_of,
     with_correctness,
 )
+from ansible_collections.llmops.vllm.plugins.plugin_utils._pooled_slo import judge_pooled_slo
 from ansible_collections.llmops.vllm.plugins.plugin_utils._workloads import WorkloadError, workload_results
 
 SIDES = ('baseline', 'variant')
 ANOTHER_PAIR = verdict.ANOTHER_PAIR
 FUTILITY = 'futility'
 # The outcomes of the latest pair's checks that end a trial whatever the lifetimes would show.
-_FINAL_CHECKS = ('slo_breached',)
+_FINAL_CHECKS = (SLO_BREACHED,)
 # Of the levels that roll back, the most definite one speaks for the trial.
 _ROLL_BACK_ORDER = {'slower': 0, FUTILITY: 1, 'inconclusive': 2}
 
@@ -162,9 +167,11 @@ def decide_by_lifetimes(lifetimes: Sequence[Mapping[str, t.Any]], history: Itera
     if not sides['baseline'] or not sides['variant']:
         raise DecisionError('a trial by lifetimes needs a lifetime of each side before a decision')
     latest = {side: next(item['benchmark'] for item in reversed(lifetimes) if item['side'] == side) for side in SIDES}
+    # The latest pair's checks: failed requests and foreign traffic. The SLO is judged once, at the decision, on
+    # all of the trial's requests pooled (_pooled_slo), not on each pair's few.
     checks = decide_workloads(latest['variant'], latest['baseline'], keep_when=keep_when, margin_pct=margin_pct,
-                              min_runs=1, slo=slo, workload_slo=workload_slo,
-                              accept_foreign_traffic=accept_foreign_traffic)
+                              min_runs=1, accept_foreign_traffic=accept_foreign_traffic)
+    checks['slo'] = check_slo(slo) or None
     failed = checks['failed_requests']['variant'] or checks['failed_requests']['baseline']
     contaminated = checks['contaminated'] and not accept_foreign_traffic
     pairs = min(len(sides['baseline']), len(sides['variant']))
@@ -202,6 +209,13 @@ def decide_by_lifetimes(lifetimes: Sequence[Mapping[str, t.Any]], history: Itera
         to_decide = f'about {look["pairs_to_decide"]} more pair(s) of lifetimes, if the change and spreads hold'
     answer.update(decision=decision, outcome=outcome, rule=rule, reason=reason, to_decide=to_decide,
                   delta_pct=look['change_pct'])
+    if decision != ANOTHER_PAIR:
+        # The decision is made: the SLO is judged now, once, and a breach outranks what speed decided.
+        judged = judge_pooled_slo(lifetimes, slo, workload_slo)
+        answer['slo_judged'] = judged['levels']
+        if judged['breached']:
+            answer.update(decision=ROLL_BACK, outcome=SLO_BREACHED, rule='slo', to_decide=None,
+                          reason=f"{judged['reason']}; speed alone: {reason}")
     return answer
 
 

@@ -112,9 +112,9 @@ def dark_budget_problems(settings: Mapping[str, t.Any]) -> list[str]:
     except (TypeError, ValueError):
         return []
     if load_s and minutes * 60.0 < SMALLEST_TRIAL_STARTS * load_s:
+        smallest = SMALLEST_TRIAL_STARTS * load_s / 60.0
         return ['%s: %g min is below the smallest trial: one lifetime a side, rolled back, starts the model %d times, '
-                '%g min at vllm_expected_load_seconds=%g' % (where, minutes, SMALLEST_TRIAL_STARTS,
-                                                            SMALLEST_TRIAL_STARTS * load_s / 60.0, load_s)]
+                '%g min at vllm_expected_load_seconds=%g' % (where, minutes, SMALLEST_TRIAL_STARTS, smallest, load_s)]
     return []
 
 
@@ -559,6 +559,36 @@ def did_you_mean(name: str, known: Iterable[str]) -> str:
     """'; did you mean X?' for the nearest known name, or '' when none is near."""
     nearest = difflib.get_close_matches(name, list(known), n=1, cutoff=0.75)
     return '; did you mean %s?' % nearest[0] if nearest else ''
+
+
+# vllm_switch_drain_timeout's default (roles/vllm_switch/meta/argument_specs.yml).
+DEFAULT_DRAIN_TIMEOUT_S = 120
+
+
+def drain_warnings(settings: Mapping[str, t.Any]) -> list[str]:
+    """A drain shorter than the longest answer the workloads allow, at the node's stream speed, cuts answers off.
+
+    The longest answer is a workload's max_tokens at vllm_switch_expected_stream_tok_s; without that speed nothing
+    is said. Only a warning: an operator may choose to cut the longest answers rather than wait for them.
+    """
+    speed, value = settings.get('vllm_switch_expected_stream_tok_s'), settings.get('vllm_switch_benchmark')
+    drain = _integer(settings.get('vllm_switch_drain_timeout', DEFAULT_DRAIN_TIMEOUT_S))
+    try:
+        speed = float(speed)
+        workloads = benchmark_workloads(value or {}, default_repeats=1)
+    except (TypeError, ValueError, WorkloadError):
+        return []
+    if speed <= 0 or isinstance(drain, bool) or not isinstance(drain, int):
+        return []
+    longest = max(workloads, key=lambda workload: int(workload['options'].get('max_tokens') or ARGUMENT_SPEC[
+        'max_tokens']['default']))
+    tokens = int(longest['options'].get('max_tokens') or ARGUMENT_SPEC['max_tokens']['default'])
+    seconds = tokens / speed
+    if drain >= seconds:
+        return []
+    return ['vllm_switch_drain_timeout=%d s is shorter than the longest answer the workloads allow: workload %s\'s '
+            'max_tokens %d at %g tok/s a stream (vllm_switch_expected_stream_tok_s) takes %.0f s, so a request still '
+            'answering when the drain ends is cut off by the stop' % (drain, longest['name'], tokens, speed, seconds)]
 
 
 def unknown_variable_warnings(names: Iterable[str], known: Iterable[str], prefix: str = 'vllm_') -> list[str]:

@@ -13,7 +13,9 @@ request and sent each chunk. Both clients are measured against those records:
 * client CPU time per token: this collection's client is timed in this process, vLLM's own client
   (``vllm.benchmarks.serve.main`` in a subprocess of ``--vllm-python``) around its ``benchmark()``;
 * the ceiling: streamed tokens ingested per CPU-second on one core, one token per chunk, the
-  server sending flat out (target at least 50,000).
+  server sending flat out (target at least 50,000);
+* a time-boxed window (openai_benchmark's duration_s): every token the server wrote inside the
+  window against the client's count, streams cut at its end included (the same targets).
 
 Without ``--vllm-python`` the vLLM column is skipped. Exits 1 when one of our targets is missed.
 
@@ -96,7 +98,7 @@ tokenizer.save(str(target / "tokenizer.json"))
 
 # ---------------------------------------------------------------- ground-truth server (own process)
 
-def token_chunk(model, text, finish_reason):
+def token_chunk(model, text, finish_reason, usage=None):
     body = {
         "id": "cmpl-5f2b0c1e9a7d4c3b8e6f1a2d3c4b5a69",
         "object": "text_completion",
@@ -105,6 +107,11 @@ def token_chunk(model, text, finish_reason):
         "choices": [{"index": 0, "text": text, "logprobs": None, "finish_reason": finish_reason,
                      "stop_reason": None, "prompt_token_ids": None, "token_ids": None}],
     }
+    if usage is not None:
+        # stream_options.continuous_usage_stats: the usage so far on every chunk, as vLLM sends it.
+        prompt_tokens, completion_tokens = usage
+        body["usage"] = {"prompt_tokens": prompt_tokens, "total_tokens": prompt_tokens + completion_tokens,
+                         "completion_tokens": completion_tokens}
     event = b"data: " + json.dumps(body, separators=(",", ":")).encode() + b"\n\n"
     return b"%x\r\n%s\r\n" % (len(event), event)
 
@@ -156,18 +163,27 @@ def serve(ttft, tokens_per_second, tokens_per_chunk):
             self.send_header("Content-Type", "text/event-stream")
             self.send_header("Transfer-Encoding", "chunked")
             self.end_headers()
-            if model == FLAT_OUT_MODEL:
-                self._flat_out(model, tokens)
-                first_sent = last_sent = time.perf_counter()
-            else:
-                first_sent, last_sent = self._paced(model, tokens, arrived)
-            self.wfile.write(usage_tail(model, len(str(prompt).split()), tokens))
+            prompt_tokens = len(str(prompt).split())
+            continuous = (request.get("stream_options") or {}).get("continuous_usage_stats")
+            chunks = []
+            try:
+                if model == FLAT_OUT_MODEL:
+                    self._flat_out(model, tokens)
+                    chunks = [[time.perf_counter(), tokens]]
+                else:
+                    self._paced(model, tokens, arrived, prompt_tokens if continuous else None, chunks)
+                self.wfile.write(usage_tail(model, prompt_tokens, tokens))
+            except (BrokenPipeError, ConnectionResetError):
+                # A time-boxed client cut the stream at its window's end: what was sent before is the truth.
+                self.close_connection = True
             with lock:
-                records.append({"arrived": arrived, "first_sent": first_sent, "last_sent": last_sent, "tokens": tokens})
+                records.append({"arrived": arrived, "first_sent": chunks[0][0] if chunks else None,
+                                "last_sent": chunks[-1][0] if chunks else None,
+                                "tokens": chunks[-1][1] if chunks else 0, "chunks": chunks})
 
-        def _paced(self, model, tokens, arrived):
-            # Deadlines are absolute, so a late wake-up never delays the chunks after it.
-            sent = []
+        def _paced(self, model, tokens, arrived, continuous_prompt_tokens, chunks):
+            # Deadlines are absolute, so a late wake-up never delays the chunks after it. Each chunk is recorded as
+            # (when it was written, output tokens so far).
             produced = 0
             while produced < tokens:
                 count = min(tokens_per_chunk, tokens - produced)
@@ -176,10 +192,10 @@ def serve(ttft, tokens_per_second, tokens_per_chunk):
                 if delay > 0:
                     time.sleep(delay)
                 produced += count
-                chunk = token_chunk(model, " word" * count, "length" if produced == tokens else None)
+                usage = (continuous_prompt_tokens, produced) if continuous_prompt_tokens is not None else None
+                chunk = token_chunk(model, " word" * count, "length" if produced == tokens else None, usage)
                 self.wfile.write(chunk)
-                sent.append(time.perf_counter())
-            return sent[0], sent[-1]
+                chunks.append([time.perf_counter(), produced])
 
         def _flat_out(self, model, tokens):
             chunk = token_chunk(model, " word", None)
@@ -229,8 +245,27 @@ def truth_of(records):
 
 # ---------------------------------------------------------------- the two clients
 
-def load_run_benchmark(scratch):
-    """``run_benchmark`` of this checkout, importable as ``ansible_collections.llmops.vllm`` wherever it lives."""
+def truth_in_window(records, window):
+    """What the server really sent inside a time-boxed window (start, end): every token written in it, the TTFT of
+    the requests that arrived in it, and the TPOT of those, up to their last token written before its end."""
+    start, end = window
+    tokens = 0
+    ttfts, tpots = [], []
+    for record in records:
+        before = [count for sent, count in record["chunks"] if sent < start]
+        inside = [(sent, count) for sent, count in record["chunks"] if start <= sent <= end]
+        if inside:
+            tokens += inside[-1][1] - (before[-1] if before else 0)
+        if record["arrived"] >= start and inside:
+            ttfts.append(inside[0][0] - record["arrived"])
+            if inside[-1][1] > 1:
+                tpots.append((inside[-1][0] - inside[0][0]) / (inside[-1][1] - 1))
+    return {"output_throughput": tokens / (end - start), "median_ttft_ms": statistics.median(ttfts) * 1000,
+            "mean_tpot_ms": statistics.mean(tpots) * 1000}
+
+
+def load_generation_module(scratch):
+    """``_load_generation`` of this checkout, importable as ``ansible_collections.llmops.vllm`` wherever it lives."""
     if COLLECTION_ROOT.parent.parent.name == "ansible_collections":
         sys.path.insert(0, str(COLLECTION_ROOT.parents[2]))
     else:
@@ -238,8 +273,36 @@ def load_run_benchmark(scratch):
         namespace.mkdir(parents=True)
         (namespace / "vllm").symlink_to(COLLECTION_ROOT, target_is_directory=True)
         sys.path.insert(0, scratch)
-    module = importlib.import_module("ansible_collections.llmops.vllm.plugins.module_utils._load_generation")
-    return module.run_benchmark
+    return importlib.import_module("ansible_collections.llmops.vllm.plugins.module_utils._load_generation")
+
+
+def run_ours_windowed(load_generation, base_url, concurrency, output_len, warmup_s, duration_s):
+    """One time-boxed window of this collection's client (openai_benchmark with duration_s), summarised."""
+    statistics_module = importlib.import_module(
+        "ansible_collections.llmops.vllm.plugins.module_utils._benchmark_statistics")
+    options = dict(model=MODEL, max_tokens=output_len, temperature=0.0, ignore_eos=True, duration_s=duration_s)
+    target = load_generation.OpenAITarget(base_url, "completions", None, 600.0)
+    requests = load_generation.load_requests("novel_reasoning", 64 * concurrency, 0)
+    bodies = [load_generation.request_body("completions", MODEL, request, options, index)
+              for index, request in enumerate(requests)]
+    started = time.process_time()
+    run = load_generation.run_window(target, load_generation.window_bodies(bodies), concurrency, warmup_s, duration_s)
+    result = statistics_module.summarize_level(concurrency, [run])
+    result["cpu_seconds"] = time.process_time() - started
+    result["tokens_handled"] = sum(outcome.output_tokens for outcome in run.outcomes)
+    result["sent"] = len(run.outcomes)
+    return result, run.window
+
+
+def records_of(server, count, timeout=30.0):
+    """The server's records once it has recorded ``count`` requests: a cut stream is recorded only when the server's
+    next write to it fails."""
+    deadline = time.monotonic() + timeout
+    records = server.records()
+    while len(records) < count and time.monotonic() < deadline:
+        time.sleep(0.05)
+        records = server.records()
+    return records
 
 
 def run_ours(run_benchmark, base_url, model, num_prompts, concurrency, output_len):
@@ -333,6 +396,8 @@ def main():
     parser.add_argument("--stream-rate", type=float, default=400.0, help="tokens per second of each stream")
     parser.add_argument("--tokens-per-chunk", type=int, nargs="+", default=[1, 4])
     parser.add_argument("--ceiling-tokens", type=int, default=300000)
+    parser.add_argument("--window-s", type=float, default=5.0, help="the time-boxed row's window")
+    parser.add_argument("--window-warmup-s", type=float, default=1.0, help="the time-boxed row's warm-up")
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
@@ -340,7 +405,8 @@ def main():
         return 0
 
     scratch = tempfile.TemporaryDirectory(prefix="benchmark-accuracy-")
-    run_benchmark = load_run_benchmark(scratch.name)
+    load_generation = load_generation_module(scratch.name)
+    run_benchmark = load_generation.run_benchmark
     tokenizer = args.tokenizer
     if args.vllm_python and not tokenizer:
         tokenizer = build_tokenizer(args.vllm_python, scratch.name)
@@ -362,6 +428,19 @@ def main():
         title = "%d token%s per chunk" % (per_chunk, "" if per_chunk == 1 else "s")
         print_scenario(title, truth_ours, ours, truth_vllm, vllm)
         missed += ["%s: %s" % (title, miss) for miss in misses(truth_ours, ours, vllm)]
+
+    for per_chunk in args.tokens_per_chunk:
+        server = TruthServer(args.ttft_ms / 1000.0, args.stream_rate, per_chunk)
+        try:
+            ours, window = run_ours_windowed(load_generation, server.base_url, args.concurrency, args.output_len,
+                                             args.window_warmup_s, args.window_s)
+            truth = truth_in_window(records_of(server, ours["sent"]), window)
+        finally:
+            server.close()
+        title = "time-boxed: a %g-s window after %g s of warm-up, %d token%s per chunk, %d streams cut at its end" % (
+            args.window_s, args.window_warmup_s, per_chunk, "" if per_chunk == 1 else "s", ours["cut_streams"])
+        print_scenario(title, truth, ours, None, None)
+        missed += ["%s: %s" % (title, miss) for miss in misses(truth, ours, None)]
 
     server = TruthServer(0.0, 1.0, 1)
     try:

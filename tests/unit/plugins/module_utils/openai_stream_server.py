@@ -81,7 +81,9 @@ class Stream:
         self.finish_reason = finish_reason
 
 
-def token_event(index, tokens, chat, finish_reason=None):
+def token_event(index, tokens, chat, finish_reason=None, prompt_tokens=None):
+    """One token chunk; with prompt_tokens, carrying the usage so far, as vLLM does for a request that asked for
+    stream_options.continuous_usage_stats."""
     text = "".join(" tok%d\"q\"" % (index + offset) for offset in range(tokens))
     if chat:
         choice = {"index": 0, "delta": {"content": text}, "finish_reason": finish_reason}
@@ -89,6 +91,9 @@ def token_event(index, tokens, chat, finish_reason=None):
     else:
         choice = {"index": 0, "text": text, "logprobs": None, "finish_reason": finish_reason}
         body = {"id": "cmpl-1", "object": "text_completion", "model": "tiny", "choices": [choice]}
+    if prompt_tokens is not None:
+        body["usage"] = {"prompt_tokens": prompt_tokens, "total_tokens": prompt_tokens + index + tokens,
+                         "completion_tokens": index + tokens}
     return b"data: " + json.dumps(body, separators=(",", ":")).encode() + b"\n\n"
 
 
@@ -183,14 +188,15 @@ class ScriptedServer:
                 body["_authorization"] = self.headers.get("Authorization")
                 body["_path"] = self.path
                 stream = server._next_stream(body)
+                continuous = (body.get("stream_options") or {}).get("continuous_usage_stats")
                 try:
-                    self._answer(stream)
+                    self._answer(stream, continuous)
                 finally:
                     server._finished()
                 if server.close_after_each:
                     self.close_connection = True
 
-            def _answer(self, stream):
+            def _answer(self, stream, continuous=False):
                 if stream.hold_until:
                     server._hold_until(stream.hold_until)
                 if stream.status != 200:
@@ -223,7 +229,8 @@ class ScriptedServer:
                     if clock:
                         clock.now = started + offset
                     last = index == len(stream.chunks) - 1
-                    self._chunk(token_event(produced, tokens, stream.chat, stream.finish_reason if last else None))
+                    self._chunk(token_event(produced, tokens, stream.chat, stream.finish_reason if last else None,
+                                            stream.prompt_tokens if continuous and stream.usage else None))
                     produced += tokens
                     if clock:
                         clock.wait_for_read_after(mark)

@@ -20,6 +20,11 @@ from ansible_collections.llmops.vllm.plugins.module_utils._load_generation impor
     load_requests,
     run_benchmark,
     run_load,
+    run_window,
+)
+from ansible_collections.llmops.vllm.plugins.module_utils._benchmark_statistics import (
+    run_output_throughput,
+    summarize_level,
 )
 from ansible_collections.llmops.vllm.tests.unit.plugins.module_utils.openai_stream_server import (
     ScriptedServer,
@@ -453,3 +458,68 @@ def test_every_warmup_request_failing_aborts_before_measuring():
 def test_a_base_url_that_is_not_http_is_rejected():
     with pytest.raises(ValueError, match="is not an http"):
         OpenAITarget("ftp://127.0.0.1:21", "completions", None, 5.0)
+
+
+def window(server, streams_count, warmup_s, duration_s, concurrency=1):
+    target = OpenAITarget(server.base_url, "completions", None, 5.0)
+    body = request_body("completions", "tiny", {"prompt": "p"}, options(server.base_url, duration_s=duration_s), 0)
+    return run_window(target, lambda: body, concurrency, warmup_s, duration_s)
+
+
+def test_a_window_counts_the_tokens_that_arrived_inside_it_from_streams_it_cut_and_streams_begun_before(clock):
+    # A warm-up of 0.6 s, then the window from 0.6 s to 1.6 s. The first stream, sent in the warm-up, writes 2 tokens
+    # before the window and 2 inside it; the second, sent at 1.0 s, writes 3 tokens by 1.3 s and is cut at 1.6 s
+    # before its next chunk (at 1.9 s) arrives.
+    streams = [Stream(chunks=[(0.5, 2), (1.0, 2)]), Stream(chunks=[(0.3, 3), (0.9, 4)])]
+    with ScriptedServer(streams, clock) as server:
+        run = window(server, 2, warmup_s=0.6, duration_s=1.0)
+
+    assert server.requests[0]["stream_options"] == {"include_usage": True, "continuous_usage_stats": True}
+    assert run.windowed and run.duration == 1.0
+    first, second = run.outcomes
+    assert (first.in_window, first.cut, first.output_tokens, first.window_tokens) == (False, False, 4, 2)
+    assert (second.in_window, second.cut, second.output_tokens, second.window_tokens) == (True, True, 3, 3)
+    assert second.ttft == pytest.approx(0.3) and second.latency == pytest.approx(0.3)
+    assert run_output_throughput(run) == pytest.approx(5.0)
+    level = summarize_level(1, [run])
+    # The cut stream is timed (TTFT) but neither completed nor failed; the warm-up's stream is no measured request.
+    assert (level["completed"], level["failed"], level["cut_streams"], level["window_s"]) == (0, 0, 1, 1.0)
+    assert level["total_output_tokens"] == 5 and level["output_throughput"] == pytest.approx(5.0)
+    assert level["mean_ttft_ms"] == pytest.approx(300.0)
+    # Every measured request's own latencies, for a trial to pool over lifetimes; a cut stream has no E2E latency.
+    assert level["latency_samples_ms"] == {"ttft": [300.0], "tpot": [], "e2el": []}
+
+
+def test_a_stream_cut_after_several_chunks_gives_its_tpot_up_to_its_last_token(clock):
+    streams = [Stream(chunks=[(0.1, 1), (0.3, 2), (0.5, 2), (2.0, 1)])]
+    with ScriptedServer(streams, clock) as server:
+        run = window(server, 1, warmup_s=0.0, duration_s=1.0)
+
+    (outcome,) = run.outcomes
+    assert outcome.cut and outcome.output_tokens == 5 and outcome.window_tokens == 5
+    level = summarize_level(1, [run])
+    # (0.5 - 0.1) s over the 4 tokens after the first.
+    assert level["mean_tpot_ms"] == pytest.approx(100.0)
+    assert level["mean_e2el_ms"] == 0.0 and level["completed"] == 0
+
+
+def test_without_continuous_usage_a_cut_stream_counts_its_chunks(clock):
+    streams = [Stream(chunks=[(0.1, 3), (0.2, 3), (5.0, 3)], usage=False)]
+    with ScriptedServer(streams, clock) as server:
+        run = window(server, 1, warmup_s=0.0, duration_s=1.0)
+
+    assert run.outcomes[0].cut and run.outcomes[0].window_tokens == 2
+
+
+def test_run_benchmark_measures_windows_instead_of_counts(clock):
+    streams = [Stream(chunks=[(0.2, 2), (0.4, 2)]) for dummy in range(3)]
+    with ScriptedServer(streams, clock) as server:
+        results, warnings = run_benchmark(options(server.base_url, num_prompts=None, duration_s=1.0, warmup_s=0.0,
+                                                  metrics_url=None))
+
+    (level,) = results
+    # Streams of 0.4 s one after another: the window from 0 to 1 s holds two whole ones and the third, sent at 0.8 s,
+    # cut at 1.0 s after its first 2 tokens (its next chunk comes at 1.2 s).
+    assert (level["completed"], level["cut_streams"], level["total_output_tokens"]) == (2, 1, 10)
+    assert level["output_throughput"] == pytest.approx(10.0)
+    assert len(server.requests) == 3

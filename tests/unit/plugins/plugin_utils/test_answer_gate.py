@@ -66,9 +66,12 @@ def test_tool_calls_that_no_longer_parse_fail_even_when_the_text_agrees():
     gate = answer_gate(looped(checked(variant, "tools")), looped(checked(baseline, "tools")))
 
     assert not gate["passed"]
-    assert gate["problems"] == ["workload tools: valid tool calls: 50%, against the baseline's 100%"]
-    assert gate["examples"][0].startswith("workload tools: request 1: the variant's tool call check_stock: "
-                                          "its arguments are not JSON")
+    # Read whole, the four answers whose calls broke differ from the baseline's too.
+    assert gate["problems"] == ["workload tools: 4 of 8 greedy answers differ from the baseline's (the tolerance "
+                                "allows 2)", "workload tools: valid tool calls: 50%, against the baseline's 100%"]
+    assert gate["examples"][0] == "workload tools: request 1: the answers differ in their tool calls"
+    assert any(example.startswith("workload tools: request 1: the variant's tool call check_stock: its arguments are "
+                                  "not JSON") for example in gate["examples"])
     figures = gate["workloads"]["tools"]
     assert (figures["baseline"]["valid_tool_calls"], figures["variant"]["valid_tool_calls"]) == (8, 4)
 
@@ -81,9 +84,42 @@ def test_lost_reasoning_and_shifted_finish_reasons_fail():
     gate = answer_gate(checked(variant), checked(baseline))
 
     assert gate["problems"] == [
+        "workload default: 6 of 8 greedy answers differ from the baseline's (the tolerance allows 2)",
         "workload default: answers with reasoning: 25%, against the baseline's 100%",
         "workload default: finish reasons length 4, stop 4, against the baseline's stop 8",
     ]
+    assert gate["examples"][0] == "workload default: request 1: the answers differ in their reasoning, finish reason"
+
+
+def thinking(reasoning_sha, finish_reason="length"):
+    """A thinking model's answer cut within its reasoning: no text, no tool call."""
+    return dict(answer("", finish_reason, reasoning=240), reasoning_sha256=reasoning_sha)
+
+
+def test_answers_that_never_leave_their_reasoning_are_compared_on_it_and_the_gate_says_so():
+    # Kimi-K2.5 with thinking on: 64 greedy tokens are all reasoning, and the text is empty on both sides.
+    baseline = [thinking("r%d" % index) for index in range(8)]
+    variant = [thinking("r%d" % index if index < 5 else "other") for index in range(8)]
+
+    gate = answer_gate(checked(variant), dict(checked(baseline), chat_template_kwargs={"thinking": True}))
+
+    assert gate["problems"] == ["workload default: 3 of 8 greedy answers differ from the baseline's (the tolerance "
+                                "allows 2)"]
+    figures = gate["workloads"]["default"]
+    assert figures["thinking"] == "on" and figures["baseline"]["reached_answer_share"] == 0
+    assert figures["notes"] == ["no answer got past its reasoning within the check's max_tokens, so only the "
+                                "reasoning and the finish reasons were compared, no text or tool call: raise "
+                                "vllm_switch_answer_max_tokens, or ask with thinking off "
+                                "(vllm_switch_answer_chat_template_kwargs)"]
+
+
+def test_answers_asked_with_thinking_off_reach_their_text_and_say_so():
+    baseline = dict(checked(list(BASELINE)), chat_template_kwargs={"thinking": False})
+
+    figures = answer_gate(checked(list(BASELINE)), baseline)["workloads"]["default"]
+
+    assert figures["thinking"] == "off" and figures["notes"] == []
+    assert figures["baseline"]["reached_answer_share"] == 1.0
 
 
 def test_answers_to_other_requests_cannot_be_compared():

@@ -145,7 +145,7 @@ def test_a_plan_past_the_budget_is_refused_with_the_most_lifetimes_and_the_bench
     assert 'vllm_switch_max_lifetimes=7 ' in refusal and 'vllm_switch_max_dark_minutes=240' in refusal
     # At ten lifetimes a side the starts and stops alone take (315 + 1800 + 18 * 315 + 20 * 5 + 5 + 315) s, which
     # leaves (240 * 60 - 8205) / 20 s = 5.2 min for each lifetime's benchmark.
-    fixed = dark_seconds(10, True, **dict(figures, benchmark_s=0.0))
+    fixed = dark_seconds(10, True, stop_s=5.0, warm_s=315.0, cold_s=1800.0, benchmark_s=0.0)
     assert fixed == 8205.0
     assert 'benchmarks of at most 5.2 min a lifetime (planned 8.8 min)' in refusal
 
@@ -162,3 +162,18 @@ def test_a_plan_that_lacks_a_figure_cannot_be_held_to_a_budget():
     refusal = budget_refusal(answer, 240, 'ngram')
     assert refusal.startswith('the trial of ngram cannot be held to vllm_switch_max_dark_minutes=240')
     assert 'starts: not known' in refusal
+
+
+def test_a_time_boxed_workload_costs_its_windows_whatever_the_answers_lengths():
+    windowed = [{'name': 'chat', 'options': {'duration_s': 600.0, 'warmup_s': 60.0, 'concurrency': [1, 8],
+                                             'max_tokens': 16384, 'warmup_requests': 0, 'repeats': 1}}]
+    answer = plan({}, baseline='baseline', variant='ngram', workloads=windowed, max_lifetimes=2, expected_load_s=1800,
+                  stream_tok_s=74)
+    # Two levels of a 60-s warm-up and a 600-s window, known without any speed.
+    assert answer['benchmark_s'] == 1320.0
+    assert any(line.endswith('(time-boxed)') for line in answer['measured'])
+    # A warm-up request before the windows is timed as the node answered before, else bounded by max_tokens.
+    with_warmup = [dict(windowed[0], options=dict(windowed[0]['options'], warmup_requests=1))]
+    bounded = plan({}, baseline='baseline', variant='ngram', workloads=with_warmup, max_lifetimes=2,
+                   expected_load_s=1800, stream_tok_s=74)
+    assert bounded['benchmark_s'] == round(1320.0 + 16384 / 74 + 16384 / 74, 1)

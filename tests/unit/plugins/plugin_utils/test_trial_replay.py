@@ -449,13 +449,37 @@ def test_failed_requests_in_the_variant_s_benchmark_roll_back_as_failed():
     assert state['next']['step'] == 'stop'
 
 
-def test_a_broken_slo_rolls_back_at_the_first_pair():
+def test_a_broken_slo_is_judged_once_at_the_decision_and_rolls_back():
     node = Node({'baseline': [1000], 'variant': [1000]}, p99_ttft=5000.0)
     state, named, closing = replay(node, slo={'p99_ttft_ms': 1000})
 
     record = history_lines(node)[-1]
     assert record['outcome'] == 'rolled_back' and record['decision']['outcome'] == 'slo_breached'
-    assert len(state['looks']) == 1
+    # Not at the first pair: the looks keep the variant at the second, and only then is the SLO judged.
+    assert len(state['looks']) == 2 and record['decision']['rule'] == 'slo'
+    assert record['reason'].startswith('breaks its SLO at concurrency 1: p99 TTFT 5000.0 ms > 1000 ms, over 2 '
+                                       'lifetime(s) pooled')
+    assert '; speed alone: at concurrency 1: not slower' in record['reason']
+    (level, *others) = record['decision']['slo_judged']
+    assert level['breaches'] == ['p99 TTFT 5000.0 ms > 1000 ms']
+    # These results carry no per-request samples: the lifetimes' own figures are judged, and said to be.
+    assert level['judged_as']['p99_ttft_ms'].startswith('the median of 2 lifetimes')
+
+
+def test_an_slo_that_holds_is_judged_once_and_keeps():
+    node = Node({'baseline': [1000], 'variant': [1000]}, p99_ttft=800.0)
+    state, named, closing = replay(node, slo={'p99_ttft_ms': 1000})
+
+    record = history_lines(node)[-1]
+    assert record['outcome'] == 'kept' and record['decision']['slo_judged'][0]['breaches'] == []
+
+
+def test_a_slower_variant_that_also_breaks_the_slo_is_rolled_back_for_the_breach():
+    node = Node({'baseline': [1000, 1005], 'variant': [600, 610]}, p99_ttft=5000.0)
+    state, named, closing = replay(node, slo={'p99_ttft_ms': 1000})
+
+    record = history_lines(node)[-1]
+    assert record['decision']['outcome'] == 'slo_breached' and '; speed alone: at concurrency 1: slower' in record['reason']
 
 
 def test_a_rolled_back_pin_is_recorded_with_its_release_and_not_tried_again_with_the_same_identity():

@@ -10,6 +10,7 @@ import pytest
 
 from ansible_collections.llmops.vllm.plugins.plugin_utils._documented_options import documented_argument_spec
 from ansible_collections.llmops.vllm.plugins.plugin_utils._trial_settings import (
+    drain_warnings,
     constraint_problems,
     hook_problems,
     secret_problems,
@@ -110,6 +111,15 @@ def test_settings_that_follow_every_rule_have_no_problem():
      'vllm_switch_phase_stall_timeouts.warmup: must be a whole number of seconds, 0 or more, got -5'),
     ({'vllm_switch_phase_stall_timeouts': [1800]},
      'vllm_switch_phase_stall_timeouts: must map phase names to seconds, got list'),
+    ({'vllm_switch_benchmark': {'duration_s': 0}},
+     'vllm_switch_benchmark.duration_s must be a positive number of seconds'),
+    ({'vllm_switch_benchmark': {'duration_s': 600, 'num_prompts': 48}},
+     'vllm_switch_benchmark.duration_s and num_prompts cannot both be set'),
+    ({'vllm_switch_benchmark': {'duration_s': 60, 'warmup_s': 120}},
+     'vllm_switch_benchmark.duration_s must be at least warmup_s (120 s)'),
+    ({'vllm_switch_benchmark': {'duration_s': 600, 'request_rate': 2}},
+     'vllm_switch_benchmark.duration_s cannot go with request_rate'),
+    ({'vllm_switch_benchmark': {'warmup_s': 60}}, 'vllm_switch_benchmark: '),
     ({'vllm_switch_max_dark_minutes': 0},
      'vllm_switch_max_dark_minutes: must be a positive number of minutes (or null for no budget), got 0'),
     ({'vllm_switch_max_dark_minutes': 'four hours'},
@@ -123,6 +133,11 @@ def test_each_bad_setting_is_named_with_its_rule(changes, expected):
     problems = problems_with(**changes)
 
     assert any(problem.startswith(expected) for problem in problems), problems
+
+
+def test_a_time_boxed_workload_passes():
+    assert problems_with(vllm_switch_benchmark={'prompt_set': 'code_editing', 'concurrency': [1, 4],
+                                                'duration_s': 600, 'warmup_s': 60, 'warmup_requests': 0}) == []
 
 
 @pytest.mark.parametrize('budget', [240, '240', 90.5, None])
@@ -288,3 +303,17 @@ def test_answer_check_settings_given_on_the_command_line_pass():
     # -e gives strings, which the role's argument spec reads as numbers.
     assert problems_with(vllm_switch_answer_tolerance='0.3', vllm_switch_answer_requests='4',
                          vllm_switch_answer_max_tokens=32) == []
+
+
+def test_a_drain_shorter_than_the_longest_answer_at_the_node_s_speed_is_warned_of_with_both_figures():
+    workloads = [{'name': 'short', 'max_tokens': 1024}, {'name': 'thinking', 'max_tokens': 16384}]
+    warnings = drain_warnings({'vllm_switch_benchmark': workloads, 'vllm_switch_expected_stream_tok_s': 74})
+
+    # 16,384 tokens at 74 tok/s take 221 s, against the default drain of 120 s.
+    assert warnings == ["vllm_switch_drain_timeout=120 s is shorter than the longest answer the workloads allow: "
+                        "workload thinking's max_tokens 16384 at 74 tok/s a stream (vllm_switch_expected_stream_tok_s) "
+                        "takes 221 s, so a request still answering when the drain ends is cut off by the stop"]
+    assert drain_warnings({'vllm_switch_benchmark': workloads, 'vllm_switch_expected_stream_tok_s': 74,
+                           'vllm_switch_drain_timeout': 240}) == []
+    # Without the node's speed nothing can be said.
+    assert drain_warnings({'vllm_switch_benchmark': workloads}) == []
