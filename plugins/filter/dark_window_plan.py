@@ -47,6 +47,10 @@ options:
   stream_tok_s:
     description: Output tokens a second of one stream, assumed where the node measured no speed for a workload.
     type: float
+  expected_warm_restart_s:
+    description: Seconds a warm restart is assumed to take where the node has timed none; unset, as long as a load.
+    type: float
+    version_added: 1.2.0
 seealso:
   - module: llmops.vllm.trial_record_info
 """
@@ -111,11 +115,14 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.llmops.vllm.plugins.plugin_utils._dark_window import DarkWindowError, plan
 
 
-def dark_window_plan(records, baseline, variant, workloads, max_lifetimes=0, expected_load_s=None, stream_tok_s=None):
+def dark_window_plan(records, baseline, variant, workloads, max_lifetimes=0, expected_load_s=None, stream_tok_s=None,
+                     expected_warm_restart_s=None):
     try:
         return plan(records, baseline=baseline, variant=variant, workloads=workloads, max_lifetimes=int(max_lifetimes),
                     expected_load_s=None if expected_load_s in (None, '') else float(expected_load_s),
-                    stream_tok_s=None if stream_tok_s in (None, '') else float(stream_tok_s))
+                    stream_tok_s=None if stream_tok_s in (None, '') else float(stream_tok_s),
+                    expected_warm_restart_s=(None if expected_warm_restart_s in (None, '')
+                                             else float(expected_warm_restart_s)))
     except (DarkWindowError, TypeError, ValueError) as error:
         raise AnsibleFilterError(f'dark_window_plan: {error}') from error
 

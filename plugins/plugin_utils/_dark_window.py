@@ -160,12 +160,15 @@ def _median(values: Sequence[float]) -> float | None:
 
 def plan(records: Mapping[str, Mapping[str, t.Any]], *, baseline: str, variant: str,
          workloads: Iterable[Mapping[str, t.Any]], max_lifetimes: int = 0, expected_load_s: float | None = None,
-         stream_tok_s: float | None = None, stop_s: float | None = None) -> dict[str, t.Any]:
+         stream_tok_s: float | None = None, stop_s: float | None = None,
+         expected_warm_restart_s: float | None = None) -> dict[str, t.Any]:
     """The node's planned dark window for a trial of variant against baseline, in minutes, with its sources.
 
     records maps each variant to its latest trial record on the node. Lifetimes are interleaved, from the first look
     (the second pair, or the one pair of a trial of one lifetime a side) to max_lifetimes a side (0 is read as 1).
-    expected_load_s stands in for starts the node never timed; stream_tok_s for a speed it never measured.
+    expected_load_s stands in for starts the node never timed, expected_warm_restart_s for a warm restart it never
+    timed (a restart whose weights are in the page cache is far shorter than a cold load); stream_tok_s for a speed
+    it never measured.
     """
     if not isinstance(records, Mapping):
         raise DarkWindowError(f'records must be a mapping of variant to record, got {type(records).__name__}')
@@ -184,6 +187,9 @@ def plan(records: Mapping[str, Mapping[str, t.Any]], *, baseline: str, variant: 
         measured.append(f'cold load of {variant} {cold_s:.0f} s (median of {len(cold_own)} recorded)')
     elif cold_any:
         assumed.append(f'cold load {cold_s:.0f} s, as other variants\' first loads took (median of {len(cold_any)})')
+    if warm_s is None and expected_warm_restart_s:
+        warm_s = float(expected_warm_restart_s)
+        assumed.append(f'warm restart {warm_s:.0f} s (vllm_switch_expected_warm_restart_s)')
     if warm_s is None:
         if cold_s is not None:
             warm_s = cold_s
@@ -285,6 +291,29 @@ def budget_refusal(answer: Mapping[str, t.Any], budget_minutes: float | None, va
     return (f"the trial of {variant} may keep the node out of service for {_span(answer['most_minutes'])} "
             f"({most} lifetimes a side and rolled back), more than {budget}. What would fit: "
             f"{'; or '.join(would_fit)}. Nothing was stopped.")
+
+
+def calibration_refusal(answer: Mapping[str, t.Any], lifetimes: int, budget_minutes: float | None) -> str | None:
+    """Why a calibration of ``lifetimes`` warm restarts of the baseline does not fit the budget, or None.
+
+    Each restart is a stop, a warm restart and one benchmark of the baseline; the node is dark from the first stop to
+    the end of the last benchmark. ``answer`` is a plan of the baseline's (its warm restart, stop and benchmark).
+    """
+    if budget_minutes is None:
+        return None
+    budget = f'vllm_switch_max_dark_minutes={budget_minutes:g}'
+    figures = [answer.get(key) for key in ('stop_s', 'warm_restart_s', 'benchmark_s')]
+    if any(figure is None for figure in figures):
+        return (f'the calibration cannot be held to {budget}: its plan lacks a figure '
+                f'({"; ".join(answer.get("assumed") or [])}). Nothing was stopped.')
+    each_s = sum(float(figure) for figure in figures)
+    minutes = lifetimes * each_s / 60.0
+    if minutes <= budget_minutes:
+        return None
+    fits = int(budget_minutes * 60.0 // each_s)
+    return (f'the calibration\'s {lifetimes} warm restarts of the baseline may keep the node out of service for '
+            f'{_span(minutes)} ({_span(each_s / 60.0)} each), more than {budget}; {fits} fit. Run it in a longer '
+            'window, or with shorter benchmarks. Nothing was stopped.')
 
 
 def _span(minutes: float) -> str:

@@ -62,6 +62,7 @@ from ansible_collections.llmops.vllm.plugins.plugin_utils._dark_window import (
     DarkWindowError,
     benchmark_timing,
     budget_refusal,
+    calibration_refusal,
 )
 from ansible_collections.llmops.vllm.plugins.plugin_utils._dark_window import plan as dark_window_plan
 from ansible_collections.llmops.vllm.plugins.plugin_utils._decision import DECISION_KEYS, DecisionError, history_from_node
@@ -368,7 +369,7 @@ def _after_inspect(state, step, result, now):
     # The silent phases' stall limits, from this node's own recorded starts where it has them.
     state['phase_stall_timeouts'] = phase_stall_limits(history, settings.get('phase_stall_timeouts') or {})
     if state['kind'] == 'calibrate':
-        _inspected_for_calibration(state, history, now)
+        _inspected_for_calibration(state, history, records, now)
         return
     running = _unit_of(state, target_side) in state['active']
     try:
@@ -451,7 +452,8 @@ def _plan_dark_window(state, records, now):
         plan = dark_window_plan(records, baseline=state['baseline'], variant=state['variant'],
                                 workloads=settings['workloads'], max_lifetimes=settings['max_lifetimes'],
                                 expected_load_s=settings.get('expected_load_s'),
-                                stream_tok_s=settings.get('stream_tok_s'))
+                                stream_tok_s=settings.get('stream_tok_s'),
+                                expected_warm_restart_s=settings.get('expected_warm_restart_s'))
     except DarkWindowError as error:
         raise TrialError(str(error)) from None
     state['dark']['plan'] = plan
@@ -502,7 +504,7 @@ def _inspected_for_report(state, now):
     _next_in_queue(state, now)
 
 
-def _inspected_for_calibration(state, history, now):
+def _inspected_for_calibration(state, history, records, now):
     state['mode'] = 'calibrate'
     if state['variant'] != state['baseline']:
         _stop(state, now, f"vllm_variant is {state['variant']}, but a calibration measures the baseline "
@@ -518,7 +520,29 @@ def _inspected_for_calibration(state, history, now):
     if state['settings']['check_mode']:
         _issue(state, now, 'done')
         return
+    refusal = _calibration_over_budget(state, records)
+    if refusal:
+        _stop(state, now, refusal)
+        return
     _serve_for_lifetime(state, now, 'baseline')
+
+
+def _calibration_over_budget(state, records):
+    """Why a calibration does not fit the dark-minutes budget, or None: its restarts are each a stop, a warm
+    restart and a benchmark of the baseline, planned from the node's own figures as a trial's are."""
+    settings = state['settings']
+    budget = dark_budget(settings)
+    if budget is None:
+        return None
+    try:
+        plan = dark_window_plan(records, baseline=state['baseline'], variant=state['baseline'],
+                                workloads=settings['workloads'], max_lifetimes=1,
+                                expected_load_s=settings.get('expected_load_s'),
+                                stream_tok_s=settings.get('stream_tok_s'),
+                                expected_warm_restart_s=settings.get('expected_warm_restart_s'))
+    except DarkWindowError as error:
+        raise TrialError(str(error)) from None
+    return calibration_refusal(plan, settings['calibration_lifetimes'], budget)
 
 
 def _after_check(state, step, result, now):

@@ -319,6 +319,7 @@ def trial_document(settings: Mapping[str, t.Any], *, host: str, kind: str = 'swi
         'stream_tok_s': settings.get('vllm_switch_expected_stream_tok_s'),
         'phase_stall_timeouts': settings.get('vllm_switch_phase_stall_timeouts') or {},
         'max_dark_minutes': settings.get('vllm_switch_max_dark_minutes'),
+        'expected_warm_restart_s': settings.get('vllm_switch_expected_warm_restart_s'),
     }
     return {'trial': trial, 'workloads': workloads, 'benchmark_client': client, 'node_url': node_url}, []
 

@@ -20,6 +20,13 @@ Rates, each over --trials trials:
 Costs: the mean lifetimes a side, and the node-dark minutes, at --cold minutes for the variant's first load,
 --warm minutes for every other restart and --bench minutes to benchmark one lifetime (all assumed, not measured).
 
+Two more sources, for the production inventory's shape of trial:
+- window noise (--window-s): each lifetime's figure is a time-boxed window at --concurrency streams of answers whose
+  lengths are sampled (log-normal, mean --answer-tokens, coefficient of variation --answer-cv) at --stream-tok-s a
+  stream, each answer after a --ttft-s prefill; the window's tokens/s vary with how many answers begin inside it;
+- the budget's cut (--budget minutes): a look that asks for another pair ends the trial undecided, rolled back, when
+  that pair and the rollback's restart would pass the budget, as _trial._budget_cut does.
+
 Usage: python tests/benchmarks/verdict_error_rates.py [--trials 4000] [--seed 1] [--max-lifetimes 10] [--table]
 Without --table, one row at --drift and --history. Exits 1 when a target is missed where it must hold: at every
 drift up to 3%, from history 0, where the variant's starts vary as the baseline's (and for slower-kept, everywhere).
@@ -51,20 +58,47 @@ def lifetime(rng, speed, drift_pct, noise_pct, runs, bimodal):
     return [started * math.exp(rng.gauss(0.0, noise_pct / 100.0)) for dummy in range(runs)]
 
 
+def window_factor(rng, settings):
+    """One time-boxed window's tokens/s over what the streams would write without a gap: answers of sampled lengths
+    follow one another on each stream, each after its prefill, and only the tokens inside the window count."""
+    if not settings.window_s:
+        return 1.0
+    sigma = math.sqrt(math.log(1.0 + settings.answer_cv ** 2))
+    mu = math.log(settings.answer_tokens) - sigma ** 2 / 2.0
+    tokens = 0.0
+    for dummy in range(settings.concurrency):
+        # A stream's first answer began at a random point of an earlier one: the window opens on steady streams.
+        clock = -rng.random() * (settings.ttft_s + settings.answer_tokens / settings.stream_tok_s)
+        while clock < settings.window_s:
+            clock += settings.ttft_s
+            length = rng.lognormvariate(mu, sigma) / settings.stream_tok_s
+            start, end = max(clock, 0.0), min(clock + length, settings.window_s)
+            tokens += max(0.0, end - start) * settings.stream_tok_s
+            clock += length
+    return tokens / (settings.concurrency * settings.window_s * settings.stream_tok_s)
+
+
 def trial(rng, effect_pct, keep_when, settings, drift_pct, history, variant_drift_ratio, bimodal):
     """One trial: returns (action, rule, lifetimes a side, node-dark minutes)."""
     speed = 100.0
-    stored = [_lifetime_verdict.lifetime_figure(lifetime(rng, speed, drift_pct, settings.noise, settings.runs, bimodal))
-              for dummy in range(history)]
+
+    def measured(side_speed, side_drift):
+        return [value * window_factor(rng, settings)
+                for value in lifetime(rng, side_speed, side_drift, settings.noise, settings.runs, bimodal)]
+
+    stored = [_lifetime_verdict.lifetime_figure(measured(speed, drift_pct)) for dummy in range(history)]
     baseline, variant = [], []
     dark = 0.0
     while True:
-        baseline.append(lifetime(rng, speed, drift_pct, settings.noise, settings.runs, bimodal))
-        dark += settings.warm + settings.bench
-        variant.append(lifetime(rng, speed * (1.0 + effect_pct / 100.0), drift_pct * variant_drift_ratio,
-                                settings.noise, settings.runs, bimodal))
-        dark += (settings.cold if len(variant) == 1 else settings.warm) + settings.bench
+        pair = settings.warm + settings.bench + (settings.cold if not variant else settings.warm) + settings.bench
+        baseline.append(measured(speed, drift_pct))
+        variant.append(measured(speed * (1.0 + effect_pct / 100.0), drift_pct * variant_drift_ratio))
+        dark += pair
         answer = _lifetime_verdict.look(baseline, variant, stored, settings.margin, keep_when, settings.max_lifetimes)
+        if answer['action'] == _lifetime_verdict.ANOTHER_PAIR and settings.budget:
+            # Another pair (as long as a later one) and the rollback would pass the budget: undecided, rolled back.
+            if dark + 2 * (settings.warm + settings.bench) + settings.warm > settings.budget:
+                return _lifetime_verdict.ROLL_BACK, 'dark_budget', len(variant), dark + settings.warm
         if answer['action'] != _lifetime_verdict.ANOTHER_PAIR:
             # The variant serves at the end of each pair: a rollback restarts the baseline once more.
             if answer['action'] == _lifetime_verdict.ROLL_BACK:
@@ -130,16 +164,34 @@ def main(argv=None):
     parser.add_argument('--cold', type=float, default=30.0, help="minutes of the variant's first load")
     parser.add_argument('--warm', type=float, default=5.0, help='minutes of a warm restart')
     parser.add_argument('--bench', type=float, default=0.0, help='minutes to benchmark one lifetime')
+    parser.add_argument('--budget', type=float, default=0.0, help='dark-minutes budget (0: none)')
+    parser.add_argument('--window-s', type=float, default=0.0, help='a time-boxed window of this many seconds')
+    parser.add_argument('--concurrency', type=int, default=1, help="the window's streams")
+    parser.add_argument('--answer-tokens', type=float, default=2000.0, help="answers' mean length")
+    parser.add_argument('--answer-cv', type=float, default=1.0, help="answers' length coefficient of variation")
+    parser.add_argument('--stream-tok-s', type=float, default=74.0, help='tokens a second of one stream')
+    parser.add_argument('--ttft-s', type=float, default=1.0, help="each answer's prefill, seconds")
+    parser.add_argument('--drifts', type=float, nargs='+', help='rows at these drifts (history 0)')
     parser.add_argument('--table', action='store_true', help='every drift, history and variant-drift row')
     settings = parser.parse_args(argv)
     rng = random.Random(settings.seed)
     print('margin %g%%, run noise %g%%, %d run(s) a lifetime, max %d lifetimes a side, %d trials a rate; '
-          'minutes: cold %g, warm %g, benchmark %g a lifetime' % (
+          'minutes: cold %g, warm %g, benchmark %g a lifetime, budget %s' % (
               settings.margin, settings.noise, settings.runs, settings.max_lifetimes, settings.trials,
-              settings.cold, settings.warm, settings.bench))
+              settings.cold, settings.warm, settings.bench, settings.budget or 'none'))
+    if settings.window_s:
+        factors = [window_factor(rng, settings) for dummy in range(2000)]
+        mean = sum(factors) / len(factors)
+        spread = math.sqrt(sum((value - mean) ** 2 for value in factors) / (len(factors) - 1))
+        figures = (settings.window_s, settings.concurrency, settings.answer_tokens, settings.answer_cv,
+                   settings.stream_tok_s, settings.ttft_s, 100 * spread / mean)
+        print('windows: %g s at %d stream(s), answers of %g tokens (CV %g) at %g tok/s after %g s: window noise '
+              '%.2f%% (CV of a window\'s tokens/s)' % figures)
     print('%-28s %8s %8s %8s %7s %8s' % ('drift / history / variant', 'A/A rb', 'slow kept', 'fast pwr',
                                          'lt/side', 'dark min'))
     rows = [(settings.drift, settings.history, 1.0, False)]
+    if settings.drifts:
+        rows = [(drift, 0, 1.0, False) for drift in settings.drifts]
     if settings.table:
         rows = [(drift, history, ratio, False) for drift in (0.5, 1.0, 1.5, 3.0, 5.0, 11.0)
                 for history in (0, 3, 8) for ratio in (1.0, 2.0)]

@@ -27,7 +27,9 @@ TRIALS = 400
 
 
 def settings(**overrides):
-    values = dict(trials=TRIALS, noise=1.0, runs=1, margin=8.0, max_lifetimes=10, cold=30.0, warm=5.0, bench=0.0)
+    values = dict(trials=TRIALS, noise=1.0, runs=1, margin=8.0, max_lifetimes=10, cold=30.0, warm=5.0, bench=0.0,
+                  budget=0.0, window_s=0.0, concurrency=1, answer_tokens=2000.0, answer_cv=1.0, stream_tok_s=74.0,
+                  ttft_s=1.0)
     values.update(overrides)
     return argparse.Namespace(**values)
 
@@ -67,3 +69,25 @@ def test_the_simulation_can_miss_a_target():
     # The check is not vacuous: a 1% margin at 5% drift cannot be resolved in ten lifetimes a side.
     result = verdict_error_rates.row(random.Random(1), settings(margin=1.0), drift_pct=5.0, history=0)
     assert verdict_error_rates.missed(result, 3.0, 0, False)
+
+
+def test_the_budget_cuts_a_trial_before_another_pair_would_pass_it_and_that_costs_rollbacks():
+    # Five-minute benchmarks: a pair after the first costs 20 minutes, the first 45. A budget of 100 minutes leaves
+    # room for three pairs and the rollback's restart, no more.
+    free = verdict_error_rates.row(random.Random(5), settings(bench=5.0), drift_pct=3.0, history=0)
+    cut = verdict_error_rates.row(random.Random(5), settings(bench=5.0, budget=100.0), drift_pct=3.0, history=0)
+    assert cut['lifetimes'] <= 3 and free['lifetimes'] > cut['lifetimes']
+    assert cut['dark_minutes'] <= 100
+    assert cut['aa_false_rollback'] > free['aa_false_rollback']
+
+
+def test_a_window_s_tokens_vary_with_the_answers_that_begin_in_it_and_lose_their_prefills():
+    rng = random.Random(6)
+    one = [verdict_error_rates.window_factor(rng, settings(window_s=60.0)) for dummy in range(400)]
+    eight = [verdict_error_rates.window_factor(rng, settings(window_s=60.0, concurrency=8)) for dummy in range(400)]
+    # An answer of 2,000 tokens at 74 tok/s takes 27 s after its 1-s prefill: about 3.6% of a stream's time is prefill.
+    assert 0.95 < sum(one) / len(one) < 0.98
+    spread = [max(values) - min(values) for values in (one, eight)]
+    # Eight streams average out what one stream's few answers do not.
+    assert spread[1] < spread[0]
+    assert verdict_error_rates.window_factor(rng, settings()) == 1.0

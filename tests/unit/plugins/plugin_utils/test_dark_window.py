@@ -177,3 +177,14 @@ def test_a_time_boxed_workload_costs_its_windows_whatever_the_answers_lengths():
     bounded = plan({}, baseline='baseline', variant='ngram', workloads=with_warmup, max_lifetimes=2,
                    expected_load_s=1800, stream_tok_s=74)
     assert bounded['benchmark_s'] == round(1320.0 + 16384 / 74 + 16384 / 74, 1)
+
+
+def test_an_expected_warm_restart_stands_in_until_the_node_has_timed_one():
+    answer = plan({}, baseline='baseline', variant='ngram', workloads=WORKLOADS, max_lifetimes=2, expected_load_s=1800,
+                  stream_tok_s=74, expected_warm_restart_s=300)
+    assert (answer['warm_restart_s'], answer['cold_load_s']) == (300.0, 1800.0)
+    assert 'warm restart 300 s (vllm_switch_expected_warm_restart_s)' in answer['assumed']
+    # A restart the node timed wins over the assumption.
+    timed = plan(RECORDS, baseline='baseline', variant='ngram', workloads=WORKLOADS, max_lifetimes=2,
+                 expected_warm_restart_s=60)
+    assert timed['warm_restart_s'] == 315.0

@@ -586,6 +586,26 @@ def test_a_calibration_restarts_the_baseline_and_adds_its_summary_to_the_history
     assert state['report'] == [] and state['calibration']['lifetimes'] == 4
 
 
+def test_a_calibration_longer_than_the_dark_minutes_budget_is_refused_before_anything_stops():
+    # Eight warm restarts at the fresh node's assumed 30-minute loads and 3-minute benchmarks: over four hours.
+    node = Node({'baseline': [1000]})
+    state, named, closing = replay(node, kind='calibrate', variant='baseline',
+                                   sides={'baseline': spec('baseline'), 'variant': spec('baseline')},
+                                   calibration_lifetimes=8, max_dark_minutes=240)
+
+    assert names(named) == ['lock', 'inspect'] and state['next']['step'] == 'stop'
+    assert state['next']['msg'].startswith("the calibration's 8 warm restarts of the baseline may keep the node out "
+                                           'of service for')
+    assert 'vllm_switch_max_dark_minutes=240; 7 fit' in state['next']['msg']
+    assert node.running == [UNITS['baseline']] and not node.written
+    # With the node's warm restart known to take 5 minutes, the same calibration fits.
+    node = Node({'baseline': [1000]})
+    state, named, closing = replay(node, kind='calibrate', variant='baseline',
+                                   sides={'baseline': spec('baseline'), 'variant': spec('baseline')},
+                                   calibration_lifetimes=8, max_dark_minutes=240, expected_warm_restart_s=300)
+    assert node.written[-1][1]['outcome'] == 'calibrated'
+
+
 def test_a_state_that_asks_for_more_steps_than_its_limit_is_refused():
     state = trial.new(settings(), NOW)
     state['step_limit'] = 1
