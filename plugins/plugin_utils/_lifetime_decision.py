@@ -47,6 +47,7 @@ from ansible_collections.llmops.vllm.plugins.plugin_utils._decision import (
     check_slo,
     decide_workloads,
     kv_cache_room,
+    merged_slo,
     runs_of,
     with_correctness,
 )
@@ -172,6 +173,9 @@ def decide_by_lifetimes(lifetimes: Sequence[Mapping[str, t.Any]], history: Itera
     checks = decide_workloads(latest['variant'], latest['baseline'], keep_when=keep_when, margin_pct=margin_pct,
                               min_runs=1, accept_foreign_traffic=accept_foreign_traffic)
     checks['slo'] = check_slo(slo) or None
+    for summary in checks.get('workloads') or []:
+        summary['slo'] = merged_slo(slo, (workload_slo or {}).get(summary['name']),
+                                    f"the slo of workload {summary['name']}") or None
     failed = checks['failed_requests']['variant'] or checks['failed_requests']['baseline']
     contaminated = checks['contaminated'] and not accept_foreign_traffic
     pairs = min(len(sides['baseline']), len(sides['variant']))

@@ -444,18 +444,23 @@ def dark_budget(settings: Mapping[str, t.Any]) -> float | None:
     return None if budget in (None, '', 0) else float(budget)
 
 
-def _plan_dark_window(state, records, now):
+def _planned(state, records, variant, max_lifetimes):
+    """The dark window's plan of ``variant`` against the baseline, from the node's records and the settings."""
     settings = state['settings']
-    if settings['check_mode'] or not settings['benchmark']:
-        return
     try:
-        plan = dark_window_plan(records, baseline=state['baseline'], variant=state['variant'],
-                                workloads=settings['workloads'], max_lifetimes=settings['max_lifetimes'],
-                                expected_load_s=settings.get('expected_load_s'),
+        return dark_window_plan(records, baseline=state['baseline'], variant=variant, workloads=settings['workloads'],
+                                max_lifetimes=max_lifetimes, expected_load_s=settings.get('expected_load_s'),
                                 stream_tok_s=settings.get('stream_tok_s'),
                                 expected_warm_restart_s=settings.get('expected_warm_restart_s'))
     except DarkWindowError as error:
         raise TrialError(str(error)) from None
+
+
+def _plan_dark_window(state, records, now):
+    settings = state['settings']
+    if settings['check_mode'] or not settings['benchmark']:
+        return
+    plan = _planned(state, records, state['variant'], settings['max_lifetimes'])
     state['dark']['plan'] = plan
     state['report'].extend(plan['lines'])
     refusal = budget_refusal(plan, dark_budget(settings), state['variant'])
@@ -530,19 +535,11 @@ def _inspected_for_calibration(state, history, records, now):
 def _calibration_over_budget(state, records):
     """Why a calibration does not fit the dark-minutes budget, or None: its restarts are each a stop, a warm
     restart and a benchmark of the baseline, planned from the node's own figures as a trial's are."""
-    settings = state['settings']
-    budget = dark_budget(settings)
+    budget = dark_budget(state['settings'])
     if budget is None:
         return None
-    try:
-        plan = dark_window_plan(records, baseline=state['baseline'], variant=state['baseline'],
-                                workloads=settings['workloads'], max_lifetimes=1,
-                                expected_load_s=settings.get('expected_load_s'),
-                                stream_tok_s=settings.get('stream_tok_s'),
-                                expected_warm_restart_s=settings.get('expected_warm_restart_s'))
-    except DarkWindowError as error:
-        raise TrialError(str(error)) from None
-    return calibration_refusal(plan, settings['calibration_lifetimes'], budget)
+    plan = _planned(state, records, state['baseline'], 1)
+    return calibration_refusal(plan, state['settings']['calibration_lifetimes'], budget)
 
 
 def _after_check(state, step, result, now):

@@ -464,6 +464,8 @@ def test_a_broken_slo_is_judged_once_at_the_decision_and_rolls_back():
     assert level['breaches'] == ['p99 TTFT 5000.0 ms > 1000 ms']
     # These results carry no per-request samples: the lifetimes' own figures are judged, and said to be.
     assert level['judged_as']['p99_ttft_ms'].startswith('the median of 2 lifetimes')
+    # Each workload's record still names the SLO it was held to.
+    assert [item['slo'] for item in record['decision']['workloads']] == [{'p99_ttft_ms': 1000.0}]
 
 
 def test_an_slo_that_holds_is_judged_once_and_keeps():
