@@ -83,7 +83,9 @@ class Stream:
 
 def token_event(index, tokens, chat, finish_reason=None, prompt_tokens=None):
     """One token chunk; with prompt_tokens, carrying the usage so far, as vLLM does for a request that asked for
-    stream_options.continuous_usage_stats."""
+    stream_options.continuous_usage_stats: completion_tokens counts every token streamed so far, this chunk's
+    included (cumulative in chat streams too since vLLM PR 9357; vLLM issue 5708 gives the reason, several tokens a
+    chunk under speculative decoding)."""
     text = "".join(" tok%d\"q\"" % (index + offset) for offset in range(tokens))
     if chat:
         choice = {"index": 0, "delta": {"content": text}, "finish_reason": finish_reason}
