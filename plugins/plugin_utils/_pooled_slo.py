@@ -68,8 +68,19 @@ def pooled_figures(levels: Sequence[Mapping[str, t.Any]]) -> tuple[dict[str, flo
         reported = [float(level[metric]) for level in levels if level.get(metric) is not None]
         if reported:
             figures[metric] = statistics.median(reported)
-            how[metric] = f'the median of {len(reported)} lifetimes\' own figures (no per-request samples)'
+            lifetimes = f'{len(reported)} lifetime{"" if len(reported) == 1 else "s"}'
+            how[metric] = f'the median of {lifetimes}\' own figures (no per-request samples)'
     return figures, how, requests
+
+
+def named_metrics(slo: Mapping[str, t.Any], concurrency: t.Any) -> set[str]:
+    """The metrics that a (checked) SLO limits at one level: its limits, its regressions, the level's own."""
+    own = (slo.get('by_concurrency') or {}).get(concurrency, {})
+    named = set()
+    for limits in (slo, own):
+        named.update(key for key in limits if key in SLO_METRICS)
+        named.update(limits.get('max_regression_pct') or {})
+    return named
 
 
 def _levels_by_key(benchmarks: Sequence[t.Any], side: str) -> dict[tuple[str, t.Any], list[Mapping[str, t.Any]]]:
@@ -105,9 +116,10 @@ def judge_pooled_slo(lifetimes: Sequence[Mapping[str, t.Any]], slo: t.Any = None
         baseline_figures, dummy, baseline_requests = pooled_figures(baseline[key])
         breaches = slo_breaches(dict(variant_figures, max_concurrency=concurrency),
                                 dict(baseline_figures, max_concurrency=concurrency), own)
+        named = named_metrics(own, concurrency)
         levels.append({'workload': workload, 'max_concurrency': concurrency, 'breaches': breaches,
                        'requests': {'baseline': baseline_requests, 'variant': variant_requests},
-                       'judged_as': variant_how})
+                       'judged_as': {metric: how for metric, how in variant_how.items() if metric in named}})
     breaking = [level for level in levels if level['breaches']]
     reason = None
     if breaking:

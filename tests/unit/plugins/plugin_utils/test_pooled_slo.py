@@ -58,6 +58,11 @@ def test_below_the_stated_count_a_p99_limit_is_judged_on_the_p90_and_says_so():
     figures, how, requests = pooled_figures([level([100.0 + index for index in range(60)])])
 
     assert requests == 60 < MIN_REQUESTS_FOR_P99
+    # A judgement is said only of the metrics the SLO names: ITL, never sampled per request, is not one here.
+    judged = judge_pooled_slo([lifetime('baseline', level([100.0] * 60)), lifetime('variant', level([100.0] * 60))],
+                              {'p99_ttft_ms': 1000})
+    assert judged['levels'][0]['judged_as'] == {
+        'p99_ttft_ms': 'judged on the p90 of 60 pooled requests (a p99 needs at least 100)'}
     # The p90 of 100..159 ms (linear between ranks): 153.1 ms, not the p99 of 158.41 ms.
     assert round(figures['p99_ttft_ms'], 2) == 153.1
     assert how['p99_ttft_ms'] == 'judged on the p90 of 60 pooled requests (a p99 needs at least 100)'
