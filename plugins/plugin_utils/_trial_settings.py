@@ -43,6 +43,7 @@ from ansible_collections.llmops.vllm.plugins.plugin_utils._decision import (
 from ansible_collections.llmops.vllm.plugins.plugin_utils._benchmark_client import BenchmarkClientError, benchmark_endpoint
 from ansible_collections.llmops.vllm.plugins.plugin_utils._calibration import CALIBRATION_LIFETIMES
 from ansible_collections.llmops.vllm.plugins.plugin_utils._trial import MAX_LIFETIMES, MIN_LIFETIMES
+from ansible_collections.llmops.vllm.plugins.plugin_utils._variable_names import role_argument_specs
 from ansible_collections.llmops.vllm.plugins.plugin_utils._workloads import WorkloadError, benchmark_workloads
 
 # The hooks of a switch and what each key of one means: a command (argv) or an HTTP call (url and the rest).
@@ -562,10 +563,6 @@ def did_you_mean(name: str, known: Iterable[str]) -> str:
     return '; did you mean %s?' % nearest[0] if nearest else ''
 
 
-# vllm_switch_drain_timeout's default (roles/vllm_switch/meta/argument_specs.yml).
-DEFAULT_DRAIN_TIMEOUT_S = 120
-
-
 def drain_warnings(settings: Mapping[str, t.Any]) -> list[str]:
     """A drain shorter than the longest answer the workloads allow, at the node's stream speed, cuts answers off.
 
@@ -573,7 +570,11 @@ def drain_warnings(settings: Mapping[str, t.Any]) -> list[str]:
     is said. Only a warning: an operator may choose to cut the longest answers rather than wait for them.
     """
     speed, value = settings.get('vllm_switch_expected_stream_tok_s'), settings.get('vllm_switch_benchmark')
-    drain = _integer(settings.get('vllm_switch_drain_timeout', DEFAULT_DRAIN_TIMEOUT_S))
+    if 'vllm_switch_drain_timeout' in settings:
+        drain = _integer(settings['vllm_switch_drain_timeout'])
+    else:
+        # The role's own default, declared once in its argument spec.
+        drain = role_argument_specs()['vllm_switch']['vllm_switch_drain_timeout']['default']
     try:
         speed = float(speed)
         workloads = benchmark_workloads(value or {}, default_repeats=1)
